@@ -1,0 +1,277 @@
+//! Errors with stable codes.
+//!
+//! Every refusal the tools can produce is one [`Code`]. The code strings are part of the public
+//! contract (hosts and models match on them), so they never change once published. An error
+//! also carries a human message, a hint that tells the model what to do next, and optional
+//! structured details (JSON).
+
+use std::fmt;
+use std::io;
+
+/// A stable error code. `as_str` gives the contract's spelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    ToolArgumentsInvalid,
+    WorkspaceRootChanged,
+    PathEscapesWorkspace,
+    FileNotFound,
+    NotARegularFile,
+    FileTooLarge,
+    InvalidUtf8,
+    SymlinkLoop,
+    TargetChanged,
+    NodeProcessTimeout,
+    CommandNotFound,
+    CommandTimeout,
+    SandboxUnavailable,
+    EditNotFound,
+    EditNotUnique,
+    PathProtected,
+    TestsTimedOut,
+    IoError,
+    /// Not a tool error: the call was cancelled. The JS layer turns it into an AbortError.
+    Cancelled,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::ToolArgumentsInvalid => "TOOL_ARGUMENTS_INVALID",
+            Code::WorkspaceRootChanged => "WORKSPACE_ROOT_CHANGED",
+            Code::PathEscapesWorkspace => "PATH_ESCAPES_WORKSPACE",
+            Code::FileNotFound => "FILE_NOT_FOUND",
+            Code::NotARegularFile => "NOT_A_REGULAR_FILE",
+            Code::FileTooLarge => "FILE_TOO_LARGE",
+            Code::InvalidUtf8 => "INVALID_UTF8",
+            Code::SymlinkLoop => "SYMLINK_LOOP",
+            Code::TargetChanged => "TARGET_CHANGED",
+            Code::NodeProcessTimeout => "NODE_PROCESS_TIMEOUT",
+            Code::CommandNotFound => "COMMAND_NOT_FOUND",
+            Code::CommandTimeout => "COMMAND_TIMEOUT",
+            Code::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
+            Code::EditNotFound => "EDIT_NOT_FOUND",
+            Code::EditNotUnique => "EDIT_NOT_UNIQUE",
+            Code::PathProtected => "PATH_PROTECTED",
+            Code::TestsTimedOut => "TESTS_TIMED_OUT",
+            Code::IoError => "IO_ERROR",
+            Code::Cancelled => "ABORTED",
+        }
+    }
+}
+
+/// Reason codes carried in the message of a `TOOL_ARGUMENTS_INVALID` error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    InvalidArgumentsShape,
+    InvalidRelativePath,
+    InvalidUnicode,
+    ContentTooLarge,
+    SourceTooLarge,
+    TooManyArguments,
+    ArgumentTooLarge,
+    ArgumentsTooLarge,
+    CommandLineTooLong,
+    CommandRefused,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::InvalidArgumentsShape => "INVALID_ARGUMENTS_SHAPE",
+            Reason::InvalidRelativePath => "INVALID_RELATIVE_PATH",
+            Reason::InvalidUnicode => "INVALID_UNICODE",
+            Reason::ContentTooLarge => "CONTENT_TOO_LARGE",
+            Reason::SourceTooLarge => "SOURCE_TOO_LARGE",
+            Reason::TooManyArguments => "TOO_MANY_ARGUMENTS",
+            Reason::ArgumentTooLarge => "ARGUMENT_TOO_LARGE",
+            Reason::ArgumentsTooLarge => "ARGUMENTS_TOO_LARGE",
+            Reason::CommandLineTooLong => "COMMAND_LINE_TOO_LONG",
+            Reason::CommandRefused => "COMMAND_REFUSED",
+        }
+    }
+}
+
+/// A recoverable tool error (or a cancellation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Error {
+    pub code: Code,
+    pub message: String,
+    pub hint: Option<String>,
+    pub details: Option<serde_json::Value>,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error { code, message: message.into(), hint: None, details: None }
+    }
+
+    /// `TOOL_ARGUMENTS_INVALID` whose message is the reason code.
+    pub fn invalid(reason: Reason, hint: impl Into<String>) -> Self {
+        Error::new(Code::ToolArgumentsInvalid, reason.as_str()).with_hint(hint)
+    }
+
+    pub fn cancelled() -> Self {
+        Error::new(Code::Cancelled, "the call was cancelled")
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// The reason code when this is a `TOOL_ARGUMENTS_INVALID` error.
+    pub fn reason(&self) -> Option<&str> {
+        (self.code == Code::ToolArgumentsInvalid).then_some(self.message.as_str())
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.code == Code::Cancelled
+    }
+
+    pub fn escape(path: &str) -> Self {
+        Error::new(Code::PathEscapesWorkspace, format!("{path} leads outside the workspace"))
+            .with_hint("paths and the symlinks they pass through must stay inside the workspace; use a path such as src/index.ts")
+    }
+
+    pub fn not_found(path: &str) -> Self {
+        Error::new(Code::FileNotFound, format!("{path} does not exist"))
+            .with_hint("check the spelling; list the directory or search the workspace to find the file")
+    }
+
+    pub fn not_regular(path: &str, kind: &str) -> Self {
+        Error::new(Code::NotARegularFile, format!("{path} is not a regular file: {kind}"))
+            .with_hint("only regular files can be read or written; pass the path of a file, not a directory, link loop, FIFO, socket or device")
+            .with_details(serde_json::json!({ "type": kind }))
+    }
+
+    pub fn root_changed(message: impl Into<String>) -> Self {
+        Error::new(Code::WorkspaceRootChanged, message).with_hint(
+            "the workspace directory was moved, replaced or deleted after the tools were created; stop and ask the user to recreate the tools",
+        )
+    }
+
+    pub fn target_changed(path: &str) -> Self {
+        Error::new(Code::TargetChanged, format!("{path} changed while the call was using it"))
+            .with_hint("another process is modifying this path; read it again and retry")
+    }
+
+    /// Maps an I/O error met while working on `path` to a stable code.
+    pub fn from_io(err: &io::Error, path: &str) -> Self {
+        // cap-std reports an escape (openat2's EXDEV, an absolute symlink, a `..` above the
+        // root) as PermissionDenied without an errno.
+        if err.raw_os_error().is_none() && err.kind() == io::ErrorKind::PermissionDenied {
+            return Error::escape(path);
+        }
+        match err.raw_os_error() {
+            Some(libc::EXDEV) => Error::escape(path),
+            Some(libc::ENOENT) => Error::not_found(path),
+            Some(libc::ELOOP) => Error::new(Code::SymlinkLoop, format!("{path}: too many levels of symbolic links"))
+                .with_hint("the path passes through a symlink loop (more than 40 hops); use the real path of the file"),
+            Some(libc::EISDIR) => Error::not_regular(path, "directory"),
+            Some(libc::ENXIO) | Some(libc::ENODEV) => Error::not_regular(path, "socket or device"),
+            Some(libc::ENOTDIR) => Error::new(Code::FileNotFound, format!("{path}: a parent component is not a directory"))
+                .with_hint("a component of the path is a file, not a directory; list the workspace to find the right path")
+                .with_details(serde_json::json!({ "errno": "ENOTDIR" })),
+            Some(errno) => Error::io_errno(errno, path),
+            None => Error::new(Code::IoError, format!("{path}: {err}"))
+                .with_hint("the operating system refused the operation; try a different path or report the problem to the user"),
+        }
+    }
+
+    pub fn io_errno(errno: i32, path: &str) -> Self {
+        let name = errno_name(errno);
+        Error::new(Code::IoError, format!("{name}: {path}: {}", io::Error::from_raw_os_error(errno)))
+            .with_hint(match errno {
+                libc::EACCES | libc::EPERM => "permission denied; choose a file the workspace owner can access",
+                libc::ENOSPC | libc::EDQUOT => "the disk is full; free space or write less",
+                libc::EROFS => "the file system is read-only",
+                _ => "the operating system refused the operation; try a different path or report the problem to the user",
+            })
+            .with_details(serde_json::json!({ "errno": name }))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The symbolic name of an errno value (`EACCES`), or `E<number>`.
+pub fn errno_name(errno: i32) -> String {
+    let name = match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::EMFILE => "EMFILE",
+        libc::ENFILE => "ENFILE",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::EDQUOT => "EDQUOT",
+        libc::ENOSYS => "ENOSYS",
+        libc::ESTALE => "ESTALE",
+        _ => return format!("E{errno}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_contract_spelling() {
+        assert_eq!(Code::PathEscapesWorkspace.as_str(), "PATH_ESCAPES_WORKSPACE");
+        assert_eq!(Code::WorkspaceRootChanged.as_str(), "WORKSPACE_ROOT_CHANGED");
+        assert_eq!(Reason::InvalidRelativePath.as_str(), "INVALID_RELATIVE_PATH");
+        assert_eq!(Reason::CommandLineTooLong.as_str(), "COMMAND_LINE_TOO_LONG");
+    }
+
+    #[test]
+    fn io_errors_map_to_stable_codes() {
+        let e = |n| Error::from_io(&io::Error::from_raw_os_error(n), "p").code;
+        assert_eq!(e(libc::ENOENT), Code::FileNotFound);
+        assert_eq!(e(libc::EXDEV), Code::PathEscapesWorkspace);
+        assert_eq!(e(libc::ELOOP), Code::SymlinkLoop);
+        assert_eq!(e(libc::EISDIR), Code::NotARegularFile);
+        assert_eq!(e(libc::EACCES), Code::IoError);
+        let denied = Error::from_io(&io::Error::from_raw_os_error(libc::EACCES), "p");
+        assert!(denied.message.starts_with("EACCES"));
+        let cap_escape = io::Error::new(io::ErrorKind::PermissionDenied, "a path led outside of the filesystem");
+        assert_eq!(Error::from_io(&cap_escape, "p").code, Code::PathEscapesWorkspace);
+    }
+
+    #[test]
+    fn every_hint_is_present_for_file_errors() {
+        for err in [Error::escape("a"), Error::not_found("a"), Error::not_regular("a", "fifo"), Error::target_changed("a")] {
+            assert!(err.hint.as_deref().is_some_and(|h| !h.is_empty()));
+        }
+    }
+}

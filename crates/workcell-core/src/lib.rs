@@ -1,0 +1,19 @@
+//! workcell-core: the confinement engine behind the workcell tools.
+//!
+//! Pure Rust, no Node.js types. One module per concern:
+//! - [`error`]: stable error codes, hints, details;
+//! - [`path`]: the path grammar every model-supplied path goes through;
+//! - [`root`]: the workspace root, its identity and resolution beneath it;
+//! - [`read`]: `read_file`;
+//! - [`cancel`]: cancellation shared with the host.
+
+pub mod cancel;
+pub mod error;
+pub mod path;
+pub mod read;
+pub mod root;
+
+pub use cancel::Cancel;
+pub use error::{Code, Error, Reason, Result};
+pub use path::{parse as parse_path, RelPath};
+pub use root::{Identity, Workspace};

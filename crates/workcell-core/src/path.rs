@@ -1,0 +1,258 @@
+//! The path grammar: the only way a string from the model becomes a path.
+//!
+//! A path is a string of segments separated by `/`. The grammar is deliberately stricter than
+//! any one operating system so that a workspace behaves the same on Linux, macOS and Windows:
+//! it refuses every spelling that means something special somewhere (`..`, drive letters, UNC
+//! and device prefixes, NTFS streams, reserved device names, trailing dots and spaces). Empty
+//! and `.` segments are dropped. Everything else is a literal name: `~`, `$HOME` and `%2f` are
+//! not expanded by anything.
+//!
+//! The grammar is lexical only. Resolution beneath the root (symlinks, races) is the job of
+//! [`crate::root`].
+
+use crate::error::{Error, Reason, Result};
+
+/// Longest accepted segment, in UTF-8 bytes.
+pub const MAX_SEGMENT_BYTES: usize = 255;
+/// Longest accepted path, in UTF-8 bytes (of the string as given).
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// A path that passed the grammar, normalized: non-empty segments joined by `/`, none of them
+/// `.` or `..`, no leading or trailing `/`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RelPath {
+    normalized: String,
+}
+
+impl RelPath {
+    /// The normalized form, as reported back in results.
+    pub fn as_str(&self) -> &str {
+        &self.normalized
+    }
+
+    pub fn segments(&self) -> impl DoubleEndedIterator<Item = &str> {
+        self.normalized.split('/')
+    }
+
+    /// The last segment.
+    pub fn file_name(&self) -> &str {
+        self.normalized.rsplit('/').next().unwrap_or(&self.normalized)
+    }
+
+    /// The path of the parent directory, `None` when the parent is the root.
+    pub fn parent(&self) -> Option<&str> {
+        self.normalized.rfind('/').map(|i| &self.normalized[..i])
+    }
+}
+
+impl std::fmt::Display for RelPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.normalized)
+    }
+}
+
+fn refuse(why: &str) -> Error {
+    Error::invalid(
+        Reason::InvalidRelativePath,
+        format!(
+            "{why}; paths are relative to the workspace and use / between names, such as src/index.ts (no .., no leading /, no backslash or drive letter)"
+        ),
+    )
+    .with_details(serde_json::json!({ "rule": why }))
+}
+
+/// Decodes a path (or any string) that arrived as UTF-16, refusing lone surrogates with
+/// `INVALID_UNICODE`.
+pub fn from_utf16(units: &[u16]) -> Result<String> {
+    String::from_utf16(units).map_err(|_| {
+        Error::invalid(
+            Reason::InvalidUnicode,
+            "the string contains a lone UTF-16 surrogate; send well-formed Unicode text",
+        )
+    })
+}
+
+/// Windows device names, compared case-insensitively against a segment's stem.
+const DEVICE_NAMES: &[&str] = &["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
+
+fn is_device_stem(segment: &str) -> bool {
+    // The stem is everything before the first dot, with trailing spaces removed
+    // (`NUL .txt`, `nul.tar.gz` and `CON` all name the device on Windows).
+    let stem = segment.split('.').next().unwrap_or(segment).trim_end_matches(' ');
+    let upper = stem.to_uppercase();
+    if DEVICE_NAMES.contains(&upper.as_str()) {
+        return true;
+    }
+    for prefix in ["COM", "LPT"] {
+        if let Some(rest) = upper.strip_prefix(prefix) {
+            let mut chars = rest.chars();
+            if let (Some(c), None) = (chars.next(), chars.next()) {
+                if c.is_ascii_digit() || matches!(c, '\u{b9}' | '\u{b2}' | '\u{b3}') {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// Checks one segment (already known to be neither empty nor `.`).
+fn check_segment(segment: &str) -> Result<()> {
+    if segment == ".." {
+        return Err(refuse("a .. segment is not allowed, even one that would stay inside"));
+    }
+    if segment.len() > MAX_SEGMENT_BYTES {
+        return Err(refuse("a path segment is longer than 255 bytes"));
+    }
+    if segment.ends_with('.') || segment.ends_with(' ') {
+        return Err(refuse("a path segment may not end with a dot or a space"));
+    }
+    if is_device_stem(segment) {
+        return Err(refuse("a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$, CONOUT$) is not allowed as a name"));
+    }
+    Ok(())
+}
+
+/// Applies the grammar to `input` and returns the normalized path.
+pub fn parse(input: &str) -> Result<RelPath> {
+    if input.len() > MAX_PATH_BYTES {
+        return Err(refuse("the path is longer than 4096 bytes"));
+    }
+    for c in input.chars() {
+        match c {
+            '\0'..='\u{1f}' => return Err(refuse("control characters (including NUL) are not allowed")),
+            '\\' => return Err(refuse("a backslash is not allowed; use /")),
+            ':' => return Err(refuse("a colon is not allowed (no drive letters or streams)")),
+            '<' | '>' | '"' | '|' | '?' | '*' => {
+                return Err(refuse("the characters < > \" | ? * are not allowed"))
+            }
+            _ => {}
+        }
+    }
+    if input.starts_with('/') {
+        return Err(refuse("absolute paths are not allowed"));
+    }
+    let mut normalized = String::with_capacity(input.len());
+    for segment in input.split('/') {
+        if segment.is_empty() || segment == "." {
+            continue;
+        }
+        check_segment(segment)?;
+        if !normalized.is_empty() {
+            normalized.push('/');
+        }
+        normalized.push_str(segment);
+    }
+    if normalized.is_empty() {
+        return Err(refuse("the path is empty; name a file such as README.md"));
+    }
+    Ok(RelPath { normalized })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(input: &str) -> String {
+        parse(input).unwrap_or_else(|e| panic!("{input:?} refused: {e}")).as_str().to_string()
+    }
+
+    fn refused(input: &str) {
+        let err = parse(input).expect_err(input);
+        assert_eq!(err.reason(), Some("INVALID_RELATIVE_PATH"), "{input:?}");
+    }
+
+    #[test]
+    fn accepts_and_normalizes() {
+        assert_eq!(ok("a"), "a");
+        assert_eq!(ok("./a//b/"), "a/b");
+        assert_eq!(ok("a/./b/."), "a/b");
+        assert_eq!(ok("src/index.ts"), "src/index.ts");
+        assert_eq!(ok("~"), "~");
+        assert_eq!(ok("$HOME/x"), "$HOME/x");
+        assert_eq!(ok("%2f"), "%2f");
+        assert_eq!(ok(".hidden"), ".hidden");
+        assert_eq!(ok("a.b.c"), "a.b.c");
+        assert_eq!(ok("con0x"), "con0x");
+        assert_eq!(ok("COM10"), "COM10");
+        assert_eq!(ok("console.log"), "console.log");
+        assert_eq!(ok("ａ／ｂ"), "ａ／ｂ"); // full-width look-alikes are literal names
+        assert_eq!(ok("a\u{7f}b"), "a\u{7f}b");
+        assert_eq!(ok(&"x".repeat(255)), "x".repeat(255));
+    }
+
+    #[test]
+    fn refuses_empty_and_dot_only() {
+        for p in ["", ".", "./", "//", "/./", "./././"] {
+            refused(p);
+        }
+    }
+
+    #[test]
+    fn refuses_dotdot_anywhere() {
+        for p in ["..", "../a", "a/..", "a/../b", "a/b/../../c", "./..", "a//..//b"] {
+            refused(p);
+        }
+    }
+
+    #[test]
+    fn refuses_absolute_unc_and_windows_forms() {
+        for p in [
+            "/etc/passwd", "//server/share", "\\\\server\\share", "\\a", "a\\b", "C:", "C:\\a", "c:foo",
+            "C:/a", "a:b", "file.txt:stream", "\\\\?\\C:\\x", "\\\\.\\pipe\\x", "..\\a",
+        ] {
+            refused(p);
+        }
+    }
+
+    #[test]
+    fn refuses_forbidden_characters() {
+        for p in ["a<b", "a>b", "a\"b", "a|b", "a?b", "a*b", "a\0b", "a\nb", "\u{1f}", "a\tb", "\r"] {
+            refused(p);
+        }
+    }
+
+    #[test]
+    fn refuses_trailing_dot_or_space() {
+        for p in ["...", "foo.", "foo ", "a/b./c", "a/b /c", "a. ", " ."] {
+            refused(p);
+        }
+    }
+
+    #[test]
+    fn refuses_device_names() {
+        for p in [
+            "CON", "con", "Con", "PRN", "aux", "NUL", "nul.txt", "Com1.tar.gz", "COM0", "com9", "LPT0", "lpt9",
+            "COM\u{b9}", "LPT\u{b2}", "com\u{b3}.txt", "CONIN$", "conout$", "NUL .txt", "a/nul/b", "aux.c",
+        ] {
+            refused(p);
+        }
+    }
+
+    #[test]
+    fn refuses_long_segments_and_paths() {
+        refused(&"x".repeat(256));
+        refused(&"é".repeat(128)); // 256 bytes
+        let long = vec!["abcdefgh"; 456].join("/"); // 4103 bytes
+        refused(&long);
+        let fits = vec!["abcdefg"; 512].join("/"); // 4095 bytes
+        assert!(parse(&fits).is_ok());
+    }
+
+    #[test]
+    fn lone_surrogates_are_invalid_unicode() {
+        let err = from_utf16(&[0x61, 0xd800, 0x62]).unwrap_err();
+        assert_eq!(err.reason(), Some("INVALID_UNICODE"));
+        assert_eq!(from_utf16(&[0xd83d, 0xde00]).unwrap(), "😀");
+    }
+
+    #[test]
+    fn parent_and_file_name() {
+        let p = parse("a/b/c.txt").unwrap();
+        assert_eq!(p.parent(), Some("a/b"));
+        assert_eq!(p.file_name(), "c.txt");
+        let q = parse("c.txt").unwrap();
+        assert_eq!(q.parent(), None);
+        assert_eq!(q.file_name(), "c.txt");
+    }
+}

@@ -1,0 +1,111 @@
+//! `read_file`: one regular UTF-8 file, bounded, identity-checked.
+
+use std::io::Read as _;
+
+use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
+
+use crate::cancel::Cancel;
+use crate::error::{Code, Error, Result};
+use crate::path::RelPath;
+use crate::root::{Identity, Workspace};
+
+/// Largest file `read_file` returns, in bytes.
+pub const MAX_READ_BYTES: usize = 65_536;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadOutput {
+    pub path: String,
+    pub content: String,
+    pub bytes: usize,
+}
+
+/// Describes a file type for `NOT_A_REGULAR_FILE`.
+pub(crate) fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
+    use cap_std::fs::FileTypeExt as _;
+    if ft.is_dir() {
+        "directory"
+    } else if ft.is_symlink() {
+        "symlink"
+    } else if ft.is_fifo() {
+        "fifo"
+    } else if ft.is_socket() {
+        "socket"
+    } else if ft.is_block_device() {
+        "block device"
+    } else if ft.is_char_device() {
+        "character device"
+    } else if ft.is_file() {
+        "file"
+    } else {
+        "unknown"
+    }
+}
+
+/// Opens `path` beneath the root for reading without blocking (a FIFO or device never hangs)
+/// and checks that it is a regular file. Returns the file and its identity.
+pub fn open_regular(ws: &Workspace, path: &RelPath) -> Result<(cap_std::fs::File, Identity, u64)> {
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let file = ws.dir().open_with(path.as_str(), &options).map_err(|e| Error::from_io(&e, path.as_str()))?;
+    let meta = file.metadata().map_err(|e| Error::from_io(&e, path.as_str()))?;
+    if !meta.is_file() {
+        return Err(Error::not_regular(path.as_str(), kind_of(&meta.file_type())));
+    }
+    Ok((file, Identity::of_cap(&meta), meta.len()))
+}
+
+/// Reads at most `limit + 1` bytes of `file`, checking cancellation between chunks.
+pub(crate) fn read_bounded(file: &mut cap_std::fs::File, limit: usize, size_hint: u64, cancel: &Cancel) -> std::io::Result<Vec<u8>> {
+    let want = limit + 1;
+    let mut buf = Vec::with_capacity((size_hint as usize).min(want).max(64) + 1);
+    loop {
+        if cancel.is_cancelled() {
+            return Ok(buf);
+        }
+        if buf.len() >= want {
+            break;
+        }
+        let before = buf.len();
+        let n = (&mut *file).take((want - before) as u64).read_to_end(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+    }
+    Ok(buf)
+}
+
+/// Decodes UTF-8 fatally. `INVALID_UTF8` carries the byte offset of the first bad byte.
+pub fn decode_utf8(path: &str, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        Error::new(Code::InvalidUtf8, format!("{path} is not valid UTF-8 (first invalid byte at offset {offset})"))
+            .with_hint("read_file returns text files only; this looks like a binary file")
+            .with_details(serde_json::json!({ "offset": offset }))
+    })
+}
+
+pub fn too_large(path: &str, limit: usize) -> Error {
+    Error::new(Code::FileTooLarge, format!("{path} is larger than {limit} bytes"))
+        .with_hint("the file is too large to read whole; read a window of it with offset and limit (lines), or search it for what you need")
+        .with_details(serde_json::json!({ "limit": limit }))
+}
+
+/// Reads one regular UTF-8 file of at most [`MAX_READ_BYTES`].
+pub fn read_file(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<ReadOutput> {
+    cancel.check()?;
+    ws.check()?;
+    let (mut file, identity, size) = open_regular(ws, path)?;
+    let bytes = read_bounded(&mut file, MAX_READ_BYTES, size, cancel).map_err(|e| Error::from_io(&e, path.as_str()))?;
+    cancel.check()?;
+    // The handle must still be what the name designates (no swap during the call).
+    match ws.identity_of(path) {
+        Ok(now) if now == identity => {}
+        _ => return Err(Error::target_changed(path.as_str())),
+    }
+    if bytes.len() > MAX_READ_BYTES {
+        return Err(too_large(path.as_str(), MAX_READ_BYTES));
+    }
+    let len = bytes.len();
+    let content = decode_utf8(path.as_str(), bytes)?;
+    Ok(ReadOutput { path: path.as_str().to_string(), content, bytes: len })
+}

@@ -1,0 +1,2 @@
+// The package's public types: everything `import ... from "workcell"` provides.
+export * from "./dist/index.js";

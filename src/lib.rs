@@ -1,0 +1,12 @@
+//! The napi binding: converts arguments, calls workcell-core, maps errors to codes.
+//! No decision about paths, limits or processes is made here.
+
+#![deny(clippy::all)]
+
+mod convert;
+mod path;
+mod read;
+mod workspace;
+
+pub use convert::NativeError;
+pub use workspace::{CancelHandle, NativeWorkspace};

@@ -1,0 +1,155 @@
+import { mkdir, mkfifo, rename, symlink, writeFile, rm, truncate } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { ToolError, createReadTool, isAbortError } from "../dist/index.js";
+import { ctx, tempWorkspace } from "./helpers.js";
+
+async function readErr(tool: ReturnType<typeof createReadTool>, path: string): Promise<ToolError> {
+  const err = await tool.execute(tool.validate({ path }), ctx()).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ToolError);
+  return err as ToolError;
+}
+
+describe("read_file", () => {
+  test("reads a file and reports the normalized path and byte length", async () => {
+    const { root } = await tempWorkspace();
+    await mkdir(join(root, "src"));
+    await writeFile(join(root, "src/a.txt"), "héllo");
+    const tool = createReadTool(root);
+    const out = await tool.execute(tool.validate({ path: "./src//a.txt" }), ctx());
+    expect(out).toEqual({ path: "src/a.txt", content: "héllo", bytes: 6 });
+  });
+
+  test("keeps a BOM, NUL bytes and 4-byte characters", async () => {
+    const { root } = await tempWorkspace();
+    const text = "\ufeffa\u0000b😀";
+    await writeFile(join(root, "t.txt"), text);
+    const tool = createReadTool(root);
+    const out = await tool.execute({ path: "t.txt" }, ctx());
+    expect(out.content).toBe(text);
+    expect(out.bytes).toBe(Buffer.byteLength(text));
+  });
+
+  test("65,536 bytes is accepted, 65,537 is FILE_TOO_LARGE", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "max"), "a".repeat(65_536));
+    await writeFile(join(root, "over"), "a".repeat(65_537));
+    const tool = createReadTool(root);
+    expect((await tool.execute({ path: "max" }, ctx())).bytes).toBe(65_536);
+    const err = await readErr(tool, "over");
+    expect(err.code).toBe("FILE_TOO_LARGE");
+    expect(err.hint).toMatch(/offset|search/);
+  });
+
+  test("a sparse 1 GiB file is FILE_TOO_LARGE without reading it all", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "sparse"), "");
+    await truncate(join(root, "sparse"), 1 << 30);
+    const err = await readErr(createReadTool(root), "sparse");
+    expect(err.code).toBe("FILE_TOO_LARGE");
+  });
+
+  test("invalid UTF-8 is INVALID_UTF8 with the byte offset", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "bin"), Buffer.from([0x61, 0x62, 0xc3, 0x28, 0x61]));
+    const err = await readErr(createReadTool(root), "bin");
+    expect(err.code).toBe("INVALID_UTF8");
+    expect(err.details).toEqual({ offset: 2 });
+  });
+
+  test("missing file is FILE_NOT_FOUND with a hint", async () => {
+    const { root } = await tempWorkspace();
+    const err = await readErr(createReadTool(root), "missing.txt");
+    expect(err.code).toBe("FILE_NOT_FOUND");
+    expect(err.hint).toBeTruthy();
+  });
+
+  test("a directory is NOT_A_REGULAR_FILE", async () => {
+    const { root } = await tempWorkspace();
+    await mkdir(join(root, "d"));
+    expect((await readErr(createReadTool(root), "d")).code).toBe("NOT_A_REGULAR_FILE");
+  });
+
+  test("a FIFO with no writer never blocks: NOT_A_REGULAR_FILE", async () => {
+    const { root } = await tempWorkspace();
+    execFileSync("mkfifo", [join(root, "fifo")]);
+    const started = Date.now();
+    expect((await readErr(createReadTool(root), "fifo")).code).toBe("NOT_A_REGULAR_FILE");
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  test("a symlink inside is followed; one leading outside is PATH_ESCAPES_WORKSPACE", async () => {
+    const { parent, root } = await tempWorkspace();
+    await writeFile(join(root, "real.txt"), "inside");
+    await writeFile(join(parent, "secret.txt"), "outside");
+    await symlink("real.txt", join(root, "inner"));
+    await symlink("../secret.txt", join(root, "outer"));
+    await symlink(join(root, "real.txt"), join(root, "absolute"));
+    const tool = createReadTool(root);
+    expect((await tool.execute({ path: "inner" }, ctx())).content).toBe("inside");
+    expect((await readErr(tool, "outer")).code).toBe("PATH_ESCAPES_WORKSPACE");
+    // An absolute symlink is refused even when it points inside.
+    expect((await readErr(tool, "absolute")).code).toBe("PATH_ESCAPES_WORKSPACE");
+  });
+
+  test("a symlink loop is SYMLINK_LOOP", async () => {
+    const { root } = await tempWorkspace();
+    await symlink("b", join(root, "a"));
+    await symlink("a", join(root, "b"));
+    expect((await readErr(createReadTool(root), "a")).code).toBe("SYMLINK_LOOP");
+  });
+
+  test("an already aborted signal rejects with AbortError before reading", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a"), "x");
+    const tool = createReadTool(root);
+    const ac = new AbortController();
+    ac.abort();
+    const err = await tool.execute({ path: "a" }, ctx(ac.signal)).catch((e: unknown) => e);
+    expect(isAbortError(err)).toBe(true);
+  });
+
+  test("the root must exist and be a directory", async () => {
+    const { parent, root } = await tempWorkspace();
+    await writeFile(join(root, "f"), "x");
+    expect(() => createReadTool(join(parent, "missing"))).toThrow(ToolError);
+    expect(() => createReadTool(join(root, "f"))).toThrow();
+  });
+});
+
+describe("root replacement", () => {
+  test("renamed away and recreated: WORKSPACE_ROOT_CHANGED, every time", async () => {
+    const { parent, root } = await tempWorkspace();
+    await writeFile(join(root, "a"), "original");
+    const tool = createReadTool(root);
+    await rename(root, join(parent, "moved"));
+    await mkdir(root);
+    await writeFile(join(root, "a"), "replacement");
+    for (let i = 0; i < 20; i++) expect((await readErr(tool, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");
+  });
+
+  test("a root symlink repointed: WORKSPACE_ROOT_CHANGED, every time", async () => {
+    const { parent } = await tempWorkspace();
+    await mkdir(join(parent, "one"));
+    await mkdir(join(parent, "two"));
+    await writeFile(join(parent, "one/a"), "one");
+    await writeFile(join(parent, "two/a"), "two");
+    await symlink("one", join(parent, "link"));
+    const tool = createReadTool(join(parent, "link"));
+    expect((await tool.execute({ path: "a" }, ctx())).content).toBe("one");
+    await rm(join(parent, "link"));
+    await symlink("two", join(parent, "link"));
+    for (let i = 0; i < 20; i++) expect((await readErr(tool, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");
+  });
+
+  test("deleted root: WORKSPACE_ROOT_CHANGED", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createReadTool(root);
+    await rm(root, { recursive: true });
+    expect((await readErr(tool, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");
+  });
+});

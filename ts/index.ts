@@ -1,0 +1,10 @@
+export { ErrorCode, ArgumentsReason, ToolError, AbortError, isAbortError } from "./errors.js";
+export type { JsonSchema } from "./schema.js";
+export type { Tool, ToolContext, AnyTool } from "./tool.js";
+export { ToolRegistry, executeToolCall } from "./registry.js";
+export type { ToolCall, ToolResult, ToolDefinition } from "./registry.js";
+export { validatePath as normalizePath } from "./paths.js";
+export { createReadTool } from "./read.js";
+export type { ReadInput, ReadOutput, ReadToolOptions } from "./read.js";
+export { createCodingTools } from "./coding.js";
+export type { CodingToolsOptions } from "./coding.js";

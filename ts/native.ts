@@ -1,0 +1,67 @@
+// The native addon and the glue every tool shares: cancellation handles and error mapping.
+import { CancelHandle, NativeWorkspace, type NativeError } from "../native/binding.js";
+import { ToolError, abortError } from "./errors.js";
+
+export * as binding from "../native/binding.js";
+export { CancelHandle, NativeWorkspace };
+export type { NativeError };
+
+/** Converts a native error into a ToolError (or an AbortError for a cancellation). */
+export function fromNative(error: NativeError, signal?: AbortSignal): Error {
+  if (error.code === "ABORTED") return abortError(signal);
+  const details = error.details == null ? undefined : (JSON.parse(error.details) as unknown);
+  return new ToolError(error.code, error.message, { hint: error.hint ?? undefined, details });
+}
+
+/** Converts an error thrown by a native constructor (its message is the tool error's JSON). */
+export function fromThrown(err: unknown): Error {
+  if (err instanceof Error) {
+    try {
+      const parsed = JSON.parse(err.message) as { code?: string; message?: string; hint?: string; details?: unknown };
+      if (typeof parsed.code === "string" && typeof parsed.message === "string") {
+        return new ToolError(parsed.code, parsed.message, {
+          hint: parsed.hint ?? undefined,
+          details: parsed.details ?? undefined,
+        });
+      }
+    } catch {
+      // not one of ours
+    }
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** Opens a workspace root; throws a ToolError when it is not an existing directory. */
+export function openWorkspace(root: string): NativeWorkspace {
+  if (typeof root !== "string" || root.length === 0) {
+    throw new TypeError("workcell: the workspace root must be a non-empty path string");
+  }
+  try {
+    return new NativeWorkspace(root);
+  } catch (err) {
+    throw fromThrown(err);
+  }
+}
+
+/**
+ * Runs a native call with a cancellation handle wired to `signal`. A signal that is already
+ * aborted rejects before the call starts. A result carrying `error` rejects with the matching
+ * ToolError or AbortError; otherwise the result is returned.
+ */
+export async function callNative<R extends { error?: NativeError | null }>(
+  signal: AbortSignal | undefined,
+  run: (cancel: CancelHandle) => Promise<R>,
+): Promise<R> {
+  if (signal?.aborted) throw abortError(signal);
+  const handle = new CancelHandle();
+  const onAbort = (): void => handle.cancel();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let result: R;
+  try {
+    result = await run(handle);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+  if (result.error) throw fromNative(result.error, signal);
+  return result;
+}

@@ -1,0 +1,19 @@
+import { binding, fromThrown } from "./native.js";
+import type { JsonSchema } from "./schema.js";
+
+/** The JSON Schema of a workspace-relative path property. */
+export function pathProperty(description: string): JsonSchema {
+  return { type: "string", description };
+}
+
+/**
+ * Applies the path grammar (in Rust) to `path` and returns its normalized form. Throws
+ * `TOOL_ARGUMENTS_INVALID` (`INVALID_RELATIVE_PATH` or `INVALID_UNICODE`); no effects.
+ */
+export function validatePath(path: string, _where = "path"): string {
+  try {
+    return binding.normalizePath(path);
+  } catch (err) {
+    throw fromThrown(err);
+  }
+}
