@@ -4,6 +4,19 @@ import type { AnyTool } from "./tool.js";
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
+  /**
+   * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
+   * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
+   */
+  processes?: ProcessToolDefaults;
+}
+
+/** Settings shared by the tools that start processes. */
+export interface ProcessToolDefaults {
+  /** The call's timeout in milliseconds. */
+  timeoutMs?: number;
+  /** Allow network access from the processes (the sandbox blocks it by default). */
+  network?: boolean;
 }
 
 /** All of workcell's tools for one workspace root. */

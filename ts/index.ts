@@ -8,3 +8,27 @@ export { createReadTool } from "./read.js";
 export type { ReadInput, ReadOutput, ReadToolOptions } from "./read.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
+export type { ProcessToolDefaults } from "./coding.js";
+export { ToolCallError } from "./adapters/common.js";
+export type { ToolsInput } from "./adapters/common.js";
+export {
+  toOpenAITools,
+  toOpenAIResponsesTools,
+  toAnthropicTools,
+  strictSchema,
+  fromOpenAIToolCall,
+  fromOpenAIResponsesToolCall,
+  fromAnthropicToolUse,
+  toOpenAIToolMessage,
+  toOpenAIResponsesOutput,
+  toAnthropicToolResult,
+} from "./adapters/providers.js";
+export type {
+  OpenAIToolsOptions,
+  OpenAIChatTool,
+  OpenAIResponsesTool,
+  AnthropicTool,
+  OpenAIChatToolCall,
+  OpenAIResponsesFunctionCall,
+  AnthropicToolUse,
+} from "./adapters/providers.js";
