@@ -43,7 +43,7 @@ export const TOOL_ANNOTATIONS: Readonly<Record<string, ToolAnnotations>> = Objec
 export interface McpServerOptions {
   /** Instructions the server gives the client at initialization. */
   instructions?: string;
-  /** Annotations by tool name, merged over `TOOL_ANNOTATIONS` (for your own tools, say). */
+  /** Annotations by tool name, merged key by key over `TOOL_ANNOTATIONS` (for your own tools, say). */
   annotations?: Record<string, ToolAnnotations>;
 }
 
@@ -73,7 +73,8 @@ export function createMcpServer(
   options: McpServerOptions = {},
 ): Server {
   const registry = toRegistry(tools);
-  const annotations = { ...TOOL_ANNOTATIONS, ...options.annotations };
+  const own = (record: Readonly<Record<string, ToolAnnotations>> | undefined, name: string) =>
+    record && Object.prototype.hasOwnProperty.call(record, name) ? record[name] : undefined;
   const server = new Server(info, {
     capabilities: { tools: {} },
     ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
@@ -81,7 +82,9 @@ export function createMcpServer(
 
   const listed: McpTool[] = registry.list().map((t) => {
     const title = toolTitle(t.name);
-    const a = Object.prototype.hasOwnProperty.call(annotations, t.name) ? annotations[t.name] : undefined;
+    const base = own(TOOL_ANNOTATIONS, t.name);
+    const extra = own(options.annotations, t.name);
+    const a = base === undefined && extra === undefined ? undefined : { ...base, ...extra };
     return {
       name: t.name,
       title,
