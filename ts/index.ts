@@ -28,6 +28,7 @@ export type {
   OpenAIChatTool,
   OpenAIResponsesTool,
   AnthropicTool,
+  ObjectJsonSchema,
   OpenAIChatToolCall,
   OpenAIResponsesFunctionCall,
   AnthropicToolUse,

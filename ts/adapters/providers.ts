@@ -33,11 +33,14 @@ export interface OpenAIResponsesTool {
   strict: boolean;
 }
 
+/** A tool's parameters: a JSON Schema of type object (every workcell tool's parameters are). */
+export type ObjectJsonSchema = JsonSchema & { type: "object"; required?: string[] };
+
 /** A client tool of Anthropic's Messages API. */
 export interface AnthropicTool {
   name: string;
   description: string;
-  input_schema: JsonSchema;
+  input_schema: ObjectJsonSchema;
 }
 
 /** `tools` for `chat.completions.create`. */
@@ -69,7 +72,7 @@ export function toOpenAIResponsesTools(tools: ToolsInput, options: OpenAIToolsOp
 export function toAnthropicTools(tools: ToolsInput): AnthropicTool[] {
   return toRegistry(tools)
     .definitions()
-    .map((d) => ({ name: d.name, description: d.description, input_schema: d.parameters }));
+    .map((d) => ({ name: d.name, description: d.description, input_schema: d.parameters as ObjectJsonSchema }));
 }
 
 // ---- tool calls and results -------------------------------------------------------------------
