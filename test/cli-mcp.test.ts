@@ -154,6 +154,11 @@ describe("workcell mcp over stdio", () => {
       const pidFile = join(root, "child.pid");
       expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").length > 0, 10_000)).toBe(true);
       const pid = Number(await readFile(pidFile, "utf8"));
+      // Past node_process's default 500 ms timeout the script still runs: --timeout-ms reached it.
+      let done = false;
+      void settled.then(() => (done = true));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(done).toBe(false);
       expect(alive(pid)).toBe(true);
       controller.abort("stop");
       expect(await settled).toBe("rejected");

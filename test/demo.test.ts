@@ -42,9 +42,9 @@ describe("workcell demo", () => {
     }
 
     // Readable: a numbered step, the call, then a short result, for every call.
-    expect(out.match(/^\d+\. /gm)!.length).toBe(report.calls.length);
-    expect(out.match(/^ {3}> /gm)!.length).toBe(report.calls.length);
-    expect(out.match(/^ {3}< (ok|error|cancelled)/gm)!.length).toBe(report.calls.length);
+    expect(out.match(/^ ?\d+\. /gm)!.length).toBe(report.calls.length);
+    expect(out.match(/^ {4}> /gm)!.length).toBe(report.calls.length);
+    expect(out.match(/^ {4}< (ok|error|cancelled)/gm)!.length).toBe(report.calls.length);
     for (const line of lines) expect(line.length).toBeLessThan(400);
   });
 

@@ -163,8 +163,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     for (const step of script(has)) {
       n += 1;
       print("");
-      print(`${n}. ${step.say}`);
-      print(`   > ${step.tool} ${JSON.stringify(step.args)}`);
+      print(`${String(n).padStart(2)}. ${step.say}`);
+      print(`    > ${step.tool} ${JSON.stringify(step.args)}`);
       const controller = new AbortController();
       let timer: NodeJS.Timeout | undefined;
       if (step.cancelAfterMs === 0) controller.abort();
@@ -180,18 +180,18 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
       }
       const ms = Math.round(performance.now() - started);
       if (!result) {
-        print(`   < cancelled (AbortError) after ${ms} ms`);
+        print(`    < cancelled (AbortError) after ${ms} ms`);
         report.calls.push({ tool: step.tool, args: step.args, outcome: "cancelled", ms });
         continue;
       }
       if (!result.isError) {
-        print(`   < ok (${ms} ms) ${cut(result.content, width)}`);
+        print(`    < ok (${ms} ms) ${cut(result.content, width)}`);
         report.calls.push({ tool: step.tool, args: step.args, outcome: "ok", ms });
         continue;
       }
       const { error } = JSON.parse(result.content) as { error: { code: string; message: string; hint?: string } };
-      print(`   < error (${ms} ms) ${error.code}: ${cut(error.message, width)}`);
-      if (error.hint) print(`     hint: ${cut(error.hint, width)}`);
+      print(`    < error (${ms} ms) ${error.code}: ${cut(error.message, width)}`);
+      if (error.hint) print(`      hint: ${cut(error.hint, width)}`);
       report.calls.push({ tool: step.tool, args: step.args, outcome: "error", code: error.code, ms });
     }
     print("");
