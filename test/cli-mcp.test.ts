@@ -1,6 +1,6 @@
 // `workcell mcp` as a real MCP client starts it: the MCP SDK's Client over StdioClientTransport
 // runs the built CLI (bin/workcell.mjs) as a child process.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -136,6 +136,19 @@ describe("workcell mcp over stdio", () => {
     clients.pop();
     expect(await waitFor(() => !alive(pid))).toBe(true);
     expect(stderr()).toContain("stopped (stdin closed)");
+  });
+
+  test("stops cleanly on SIGTERM while the client keeps the connection open", async () => {
+    const { root } = await prepare();
+    const child = spawn(process.execPath, [BIN, "mcp", "--root", root], { stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    expect(await waitFor(() => stderr.includes("serving"))).toBe(true);
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(stderr).toContain("stopped (SIGTERM)");
+    child.stdin.destroy();
   });
 
   test.skipIf(!TOOLS.includes("node_process"))(
