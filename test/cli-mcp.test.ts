@@ -2,7 +2,8 @@
 // runs the built CLI (bin/workcell.mjs) as a child process.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -16,8 +17,12 @@ const BIN = fileURLToPath(new URL("../bin/workcell.mjs", import.meta.url));
 
 /** The tools this build has (node_process and the others arrive from other branches). */
 const TOOLS = await (async () => {
-  const { root } = await tempWorkspace();
-  return createCodingTools(root).map((t) => t.name);
+  const dir = await mkdtemp(join(tmpdir(), "workcell-test-"));
+  try {
+    return createCodingTools(dir).map((t) => t.name);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 })();
 
 /** A valid call for each tool the suite knows, against the workspace `prepare` makes. */
