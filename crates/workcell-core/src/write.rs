@@ -194,13 +194,19 @@ impl Resolved {
     }
 }
 
+/// Device and inode of a `stat` result (the field types differ between platforms).
+#[allow(clippy::unnecessary_cast)]
+fn id_of(st: &rustix::fs::Stat) -> Identity {
+    Identity { dev: st.st_dev as u64, ino: st.st_ino as u64 }
+}
+
 fn io_err(e: rustix::io::Errno) -> std::io::Error {
     std::io::Error::from(e)
 }
 
 fn dir_identity(dir: &Dir, shown: &str) -> Result<Identity> {
     let st = rustix::fs::fstat(dir).map_err(|e| Error::from_io(&io_err(e), shown))?;
-    Ok(Identity { dev: st.st_dev as u64, ino: st.st_ino as u64 })
+    Ok(id_of(&st))
 }
 
 fn open_beneath(ws: &Workspace, spelling: &Path, shown: &str) -> Result<Dir> {
@@ -281,13 +287,14 @@ fn kind_name(ft: FileType) -> &'static str {
     }
 }
 
+#[allow(clippy::unnecessary_cast)]
 fn lstat_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Existing> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => {
             let ft = FileType::from_raw_mode(st.st_mode as _);
             Ok(match ft {
                 FileType::RegularFile => Existing::Regular {
-                    id: Identity { dev: st.st_dev as u64, ino: st.st_ino as u64 },
+                    id: id_of(&st),
                     mode: st.st_mode as u32 & 0o777,
                     uid: st.st_uid as u32,
                     gid: st.st_gid as u32,
@@ -303,7 +310,7 @@ fn lstat_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Existing> {
 
 fn identity_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Option<Identity>> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => Ok(Some(Identity { dev: st.st_dev as u64, ino: st.st_ino as u64 })),
+        Ok(st) => Ok(Some(id_of(&st))),
         Err(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(io_err(e)),
     }
@@ -458,7 +465,7 @@ impl Temp<'_> {
                 Ok(fd) => {
                     let fd: OwnedFd = fd;
                     let st = rustix::fs::fstat(&fd).map_err(|e| Error::from_io(&io_err(e), shown))?;
-                    let id = Identity { dev: st.st_dev as u64, ino: st.st_ino as u64 };
+                    let id = id_of(&st);
                     return Ok(Temp { dir, name, file: File::from(fd), id, installed: false });
                 }
                 // Something (a planted file or symlink) already has this name: never follow or
@@ -496,6 +503,7 @@ fn rename_at(dir: &Dir, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
 }
 
 /// Installs `content` at the resolved target. The caller holds the target's lock.
+#[allow(clippy::unnecessary_cast)]
 pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content: &[u8], cancel: &Cancel) -> Result<WriteOutput> {
     let shown = path.as_str();
     cancel.check()?;
