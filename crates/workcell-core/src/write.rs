@@ -340,9 +340,12 @@ pub(crate) fn resolve(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result
             }
             Existing::Other(kind) => return Err(Error::not_regular(shown, kind)),
             Existing::Symlink => {
-                let text = rustix::fs::readlinkat(&dir, &name, Vec::new())
-                    .map_err(|e| Error::from_io(&io_err(e), shown))?
-                    .into_bytes();
+                let text = match rustix::fs::readlinkat(&dir, &name, Vec::new()) {
+                    Ok(text) => text.into_bytes(),
+                    // Replaced or removed since the lstat: look at the name again.
+                    Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOENT) => continue,
+                    Err(e) => return Err(Error::from_io(&io_err(e), shown)),
+                };
                 if text.first() == Some(&b'/') {
                     // Absolute symlinks are refused even when they point inside.
                     return Err(Error::escape(shown));
