@@ -53,10 +53,24 @@ function startWorker(body: string, data: Record<string, unknown>): { stop: () =>
   };
 }
 
+/** Every path beneath `dir`, relative, sorted; never follows symlinks (Node 20's recursive readdir does). */
+async function walk(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  async function go(d: string, rel: string): Promise<void> {
+    for (const entry of await readdir(d, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${entry.name}` : entry.name;
+      out.push(r);
+      if (entry.isDirectory()) await go(join(d, entry.name), r);
+    }
+  }
+  await go(dir, "");
+  return out.sort();
+}
+
 /** Every entry beneath `dir` with its type and content or link text. */
 async function snapshot(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const rel of (await readdir(dir, { recursive: true })).sort()) {
+  for (const rel of await walk(dir)) {
     const p = join(dir, rel);
     const s = await lstat(p);
     if (s.isSymbolicLink()) out[rel] = `link:${await readlink(p)}`;
@@ -67,7 +81,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 }
 
 async function temps(dir: string): Promise<string[]> {
-  return (await readdir(dir, { recursive: true })).filter((p) => p.split("/").pop()!.startsWith(".workcell-tmp-"));
+  return (await walk(dir)).filter((p) => p.split("/").pop()!.startsWith(".workcell-tmp-"));
 }
 
 /** The tree of `parent` without the workspace: what must never change. */

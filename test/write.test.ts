@@ -25,6 +25,20 @@ async function writeErr(tool: WriteTool, input: unknown, { validate = true } = {
   return err as ToolError;
 }
 
+/** Every path beneath `dir`, relative, sorted; never follows symlinks (Node 20's recursive readdir does). */
+async function walk(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  async function go(d: string, rel: string): Promise<void> {
+    for (const entry of await readdir(d, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${entry.name}` : entry.name;
+      out.push(r);
+      if (entry.isDirectory()) await go(join(d, entry.name), r);
+    }
+  }
+  await go(dir, "");
+  return out.sort();
+}
+
 /** Every entry beneath `dir` with its type, mode, size and content or link text. */
 async function snapshot(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -47,7 +61,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 
 /** Entries named like our temporary files anywhere beneath `dir`. */
 async function temps(dir: string): Promise<string[]> {
-  const all = await readdir(dir, { recursive: true });
+  const all = await walk(dir);
   return all.filter((p) => p.split("/").pop()!.startsWith(".workcell-tmp-"));
 }
 
