@@ -30,7 +30,8 @@ export declare class NativeWorkspace {
   /**
    * write_file: resolves to `{ path, bytes, created }` or to `{ error }`; never rejects.
    * The call's place in the per-target queue is taken synchronously, here, so writes run in
-   * call order; all filesystem work happens off the JS thread.
+   * call order; all filesystem work happens off the JS thread (usually on one blocking-pool
+   * thread, which settles the promise directly).
    */
   writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<WriteResult>
 }

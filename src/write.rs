@@ -1,4 +1,4 @@
-use napi::bindgen_prelude::{PromiseRaw, Utf16String};
+use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
 use workcell_core::write::{self, WriteOutput, WriteRequest, MAX_WRITE_BYTES};
@@ -34,11 +34,14 @@ pub fn check_write_arguments(path: Utf16String, content: Utf16String, max_bytes:
     request(&path, &content, max_bytes).map(|r| r.path().as_str().to_string()).map_err(throw)
 }
 
+type Resolver = Box<dyn FnOnce(Env) -> napi::Result<WriteResult> + Send>;
+
 #[napi]
 impl NativeWorkspace {
     /// write_file: resolves to `{ path, bytes, created }` or to `{ error }`; never rejects.
     /// The call's place in the per-target queue is taken synchronously, here, so writes run in
-    /// call order; all filesystem work happens off the JS thread.
+    /// call order; all filesystem work happens off the JS thread (usually on one blocking-pool
+    /// thread, which settles the promise directly).
     #[napi(ts_return_type = "Promise<WriteResult>")]
     pub fn write_file<'env>(
         &self,
@@ -47,19 +50,24 @@ impl NativeWorkspace {
         content: Utf16String,
         max_bytes: Option<u32>,
         cancel: Option<&CancelHandle>,
-    ) -> napi::Result<PromiseRaw<'env, WriteResult>> {
+    ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
         let checked = request(&path, &content, max_bytes);
         drop((path, content));
-        let ticket = checked.is_ok().then(write::ticket);
-        let ws = self.ws.clone();
-        env.spawn_future(async move {
-            let out = match (checked, ticket) {
-                (Ok(req), Some(ticket)) => write::write_file(ws, req, ticket, cancel).await,
-                (Err(e), _) => Err(e),
-                (Ok(_), None) => unreachable!("a ticket is taken for every checked request"),
-            };
-            Ok(WriteResult::from(out))
-        })
+        let (deferred, promise) = env.create_deferred::<WriteResult, Resolver>()?;
+        let settle = move |out: workcell_core::Result<WriteOutput>| {
+            deferred.resolve(Box::new(move |_env| Ok(WriteResult::from(out))));
+        };
+        match checked {
+            Err(e) => settle(Err(e)),
+            Ok(req) => {
+                let ticket = write::ticket();
+                let ws = self.ws.clone();
+                napi::bindgen_prelude::within_runtime_if_available(move || {
+                    write::spawn_write(ws, req, ticket, cancel, settle)
+                });
+            }
+        }
+        Ok(promise)
     }
 }

@@ -225,11 +225,14 @@ describe("write_file against racing attackers", () => {
     const attacker = startWorker(
       `let swaps = 0;
        for (let i = 0; !stopped(); i++) {
-         try { fs.renameSync(data.root + "/dir", data.root + "/dir.real"); } catch {}
+         // Whatever directory is at "dir" now (the original, or one write_file recreated)
+         // goes aside under a fresh name while an outside symlink takes its place.
+         const aside = data.root + "/aside-" + i;
+         try { fs.renameSync(data.root + "/dir", aside); } catch {}
          try { fs.symlinkSync(i % 2 ? data.out : "../OUT", data.root + "/dir"); swaps++; } catch {}
          for (let k = 0; k < 50; k++) fs.existsSync(data.root);
-         try { fs.unlinkSync(data.root + "/dir"); } catch {}
-         try { fs.renameSync(data.root + "/dir.real", data.root + "/dir"); } catch {}
+         try { if (fs.lstatSync(data.root + "/dir").isSymbolicLink()) fs.unlinkSync(data.root + "/dir"); } catch {}
+         try { fs.renameSync(aside, data.root + "/dir"); } catch {}
          for (let k = 0; k < 50; k++) fs.existsSync(data.root);
        }
        return { swaps };`,

@@ -128,10 +128,8 @@ impl Ticket {
         self.id
     }
 
-    /// Registers `key` and waits (asynchronously) until this ticket holds the lock for it:
-    /// every lower ticket has registered elsewhere or ended, and every lower ticket on this key
-    /// has released it. Cancellation while waiting gives up the place.
-    pub async fn acquire(mut self, key: TargetKey, cancel: &Cancel) -> Result<TargetGuard> {
+    /// Registers `key` for this ticket: from now on it waits in that key's queue.
+    pub fn register(mut self, key: TargetKey) -> Registration {
         let rx = {
             let mut st = self.table.lock();
             st.unresolved.remove(&self.id);
@@ -141,11 +139,42 @@ impl Ticket {
             st.pump();
             rx
         };
+        Registration { ticket: self, rx }
+    }
+
+    /// Registers `key` and waits (asynchronously) until this ticket holds the lock for it:
+    /// every lower ticket has registered elsewhere or ended, and every lower ticket on this key
+    /// has released it. Cancellation while waiting gives up the place.
+    pub async fn acquire(self, key: TargetKey, cancel: &Cancel) -> Result<TargetGuard> {
+        self.register(key).wait(cancel).await
+    }
+}
+
+/// A ticket waiting in a key's queue.
+#[derive(Debug)]
+pub struct Registration {
+    ticket: Ticket,
+    rx: oneshot::Receiver<()>,
+}
+
+impl Registration {
+    /// The lock, if it is already granted (no waiting, no thread blocked); otherwise the
+    /// registration back, still in the queue.
+    pub fn try_take(mut self) -> std::result::Result<TargetGuard, Registration> {
+        match self.rx.try_recv() {
+            Ok(()) => Ok(TargetGuard { _ticket: self.ticket }),
+            Err(_) => Err(self),
+        }
+    }
+
+    /// Waits (asynchronously) for the grant. Cancellation gives up the place.
+    pub async fn wait(self, cancel: &Cancel) -> Result<TargetGuard> {
+        let Registration { ticket, rx } = self;
         tokio::select! {
             biased;
             _ = cancel.cancelled() => Err(Error::cancelled()),
             granted = rx => match granted {
-                Ok(()) => Ok(TargetGuard { _ticket: self }),
+                Ok(()) => Ok(TargetGuard { _ticket: ticket }),
                 Err(_) => Err(Error::new(Code::IoError, "the write lock table dropped a waiter")
                     .with_hint("retry the call")),
             },
@@ -279,6 +308,19 @@ mod tests {
         assert!(err.is_cancelled());
         drop(g1);
         let _g3 = third.await.unwrap();
+    }
+
+    #[test]
+    fn try_take_grants_only_a_free_lock_without_waiting() {
+        let table = LockTable::new();
+        let first = table.ticket().register(key("a")).try_take().expect("a free lock is granted at once");
+        let second = table.ticket().register(key("a")).try_take().expect_err("a held lock is not granted");
+        // A different key is independent.
+        let other = table.ticket().register(key("b")).try_take().expect("another key is free");
+        drop(first);
+        let second = second.try_take().expect("granted once the holder left");
+        drop((second, other));
+        assert_eq!(table.queued_keys(), 0);
     }
 
     #[tokio::test]

@@ -37,7 +37,7 @@ use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
 use crate::path::RelPath;
 use crate::root::{Identity, Workspace};
-use crate::target_lock::{self, TargetKey, Ticket};
+use crate::target_lock::{self, Registration, TargetKey, Ticket};
 
 /// Largest content `write_file` accepts, in UTF-8 bytes.
 pub const MAX_WRITE_BYTES: usize = 65_536;
@@ -50,7 +50,7 @@ pub const NEW_FILE_MODE: u32 = 0o644;
 /// Filesystem phases running at once (resolution or install), across all writes.
 const BLOCKING_SLOTS: usize = 16;
 
-static BLOCKING: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(BLOCKING_SLOTS));
+static BLOCKING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(BLOCKING_SLOTS)));
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteOutput {
@@ -133,22 +133,105 @@ pub fn ticket() -> Ticket {
     target_lock::ticket()
 }
 
+/// How far [`start`] got.
+#[derive(Debug)]
+pub enum Started {
+    /// The write ended (the target's lock was free, or the call failed before needing it).
+    Done(Result<WriteOutput>),
+    /// Resolved and queued behind other writes of the same target: finish it with
+    /// [`Queued::finish`], which waits asynchronously.
+    Queued(Queued),
+}
+
+/// A resolved write waiting for its target's lock.
+#[derive(Debug)]
+pub struct Queued {
+    ws: Arc<Workspace>,
+    path: RelPath,
+    content: String,
+    resolved: Resolved,
+    registration: Registration,
+    cancel: Cancel,
+}
+
+impl Queued {
+    /// Waits for the lock without blocking a thread, then installs on the blocking pool.
+    pub async fn finish(self) -> Result<WriteOutput> {
+        let Queued { ws, path, content, resolved, registration, cancel } = self;
+        let guard = registration.wait(&cancel).await?;
+        let out = {
+            let cancel = cancel.clone();
+            blocking(&cancel.clone(), move || install(&ws, &path, &resolved, content.as_bytes(), &cancel)).await
+        };
+        drop(guard);
+        out
+    }
+}
+
+/// The blocking part of a write, for a worker thread: resolves the target and, when its lock
+/// is free right away, installs too, all on this thread. Otherwise returns the queued write.
+pub fn start(ws: Arc<Workspace>, request: WriteRequest, ticket: Ticket, cancel: Cancel) -> Started {
+    let WriteRequest { path, content } = request;
+    let resolved = match resolve(&ws, &path, &cancel) {
+        Ok(r) => r,
+        Err(e) => return Started::Done(Err(e)),
+    };
+    match ticket.register(resolved.key()).try_take() {
+        Ok(guard) => {
+            let out = install(&ws, &path, &resolved, content.as_bytes(), &cancel);
+            drop(guard);
+            Started::Done(out)
+        }
+        Err(registration) => Started::Queued(Queued { ws, path, content, resolved, registration, cancel }),
+    }
+}
+
 /// Writes `request` into the workspace (resolution, lock, install). `ticket` must have been
 /// taken when the call was made.
 pub async fn write_file(ws: Arc<Workspace>, request: WriteRequest, ticket: Ticket, cancel: Cancel) -> Result<WriteOutput> {
     cancel.check()?;
-    let WriteRequest { path, content } = request;
-    let resolved = {
-        let (ws, path, cancel) = (ws.clone(), path.clone(), cancel.clone());
-        blocking(&cancel.clone(), move || resolve(&ws, &path, &cancel)).await?
-    };
-    let guard = ticket.acquire(resolved.key(), &cancel).await?;
-    let out = {
+    let started = {
         let cancel = cancel.clone();
-        blocking(&cancel.clone(), move || install(&ws, &path, &resolved, content.as_bytes(), &cancel)).await
+        blocking(&cancel.clone(), move || Ok(start(ws, request, ticket, cancel))).await?
     };
-    drop(guard);
-    out
+    match started {
+        Started::Done(out) => out,
+        Started::Queued(queued) => queued.finish().await,
+    }
+}
+
+/// Starts a write from a thread outside the runtime's workers (a host's main thread), inside
+/// the runtime's context. `done` gets the outcome on a worker thread. When a blocking slot is
+/// free, the whole write usually runs on one blocking-pool thread: no hop through an async
+/// worker, no thread ever blocked waiting for a lock.
+pub fn spawn_write(
+    ws: Arc<Workspace>,
+    request: WriteRequest,
+    ticket: Ticket,
+    cancel: Cancel,
+    done: impl FnOnce(Result<WriteOutput>) + Send + 'static,
+) {
+    match BLOCKING.clone().try_acquire_owned() {
+        Ok(permit) => {
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = cancel.check() {
+                    drop(permit);
+                    return done(Err(e));
+                }
+                let started = start(ws, request, ticket, cancel);
+                drop(permit);
+                match started {
+                    Started::Done(out) => done(out),
+                    Started::Queued(queued) => {
+                        tokio::spawn(async move { done(queued.finish().await) });
+                    }
+                }
+            });
+        }
+        Err(_) => {
+            tokio::spawn(async move { done(write_file(ws, request, ticket, cancel).await) });
+        }
+    }
 }
 
 /// Convenience for Rust callers: checks, takes a ticket now and writes.

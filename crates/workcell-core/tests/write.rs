@@ -246,3 +246,25 @@ async fn futures_join<T>(handles: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
     }
     out
 }
+
+/// `spawn_write` is how the host starts writes: from a thread outside the runtime's workers,
+/// in call order, mostly on one blocking thread each.
+#[test]
+fn spawn_write_keeps_call_order_from_a_host_thread() {
+    let f = fixture();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let _ctx = rt.enter();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..300 {
+        let request = WriteRequest::new("s.txt", format!("{i}"), MAX_WRITE_BYTES).unwrap();
+        let tx = tx.clone();
+        write::spawn_write(f.ws.clone(), request, write::ticket(), Cancel::new(), move |r| tx.send((i, r)).unwrap());
+    }
+    drop(tx);
+    let mut done: Vec<_> = rx.iter().collect();
+    assert_eq!(done.len(), 300);
+    done.sort_by_key(|(i, _)| *i);
+    assert!(done.iter().all(|(_, r)| r.is_ok()), "{:?}", done.iter().find(|(_, r)| r.is_err()));
+    assert_eq!(fs::read_to_string(f.root.join("s.txt")).unwrap(), "299");
+    no_temps(&f.parent);
+}
