@@ -200,10 +200,30 @@ pub async fn write_file(ws: Arc<Workspace>, request: WriteRequest, ticket: Ticke
     }
 }
 
+/// Calls its callback exactly once: with the outcome, or with an internal error if the write
+/// was dropped without one (a panic in a worker), so a host's promise always settles.
+struct Settle<F: FnOnce(Result<WriteOutput>)>(Option<F>);
+
+impl<F: FnOnce(Result<WriteOutput>)> Settle<F> {
+    fn done(mut self, out: Result<WriteOutput>) {
+        if let Some(f) = self.0.take() {
+            f(out)
+        }
+    }
+}
+
+impl<F: FnOnce(Result<WriteOutput>)> Drop for Settle<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f(Err(internal("the write stopped unexpectedly")))
+        }
+    }
+}
+
 /// Starts a write from a thread outside the runtime's workers (a host's main thread), inside
-/// the runtime's context. `done` gets the outcome on a worker thread. When a blocking slot is
-/// free, the whole write usually runs on one blocking-pool thread: no hop through an async
-/// worker, no thread ever blocked waiting for a lock.
+/// the runtime's context. `done` gets the outcome, exactly once, on a worker thread. When a
+/// blocking slot is free, the whole write usually runs on one blocking-pool thread: no hop
+/// through an async worker, no thread ever blocked waiting for a lock.
 pub fn spawn_write(
     ws: Arc<Workspace>,
     request: WriteRequest,
@@ -211,25 +231,26 @@ pub fn spawn_write(
     cancel: Cancel,
     done: impl FnOnce(Result<WriteOutput>) + Send + 'static,
 ) {
+    let settle = Settle(Some(done));
     match BLOCKING.clone().try_acquire_owned() {
         Ok(permit) => {
             tokio::task::spawn_blocking(move || {
                 if let Err(e) = cancel.check() {
                     drop(permit);
-                    return done(Err(e));
+                    return settle.done(Err(e));
                 }
                 let started = start(ws, request, ticket, cancel);
                 drop(permit);
                 match started {
-                    Started::Done(out) => done(out),
+                    Started::Done(out) => settle.done(out),
                     Started::Queued(queued) => {
-                        tokio::spawn(async move { done(queued.finish().await) });
+                        tokio::spawn(async move { settle.done(queued.finish().await) });
                     }
                 }
             });
         }
         Err(_) => {
-            tokio::spawn(async move { done(write_file(ws, request, ticket, cancel).await) });
+            tokio::spawn(async move { settle.done(write_file(ws, request, ticket, cancel).await) });
         }
     }
 }
@@ -921,6 +942,19 @@ mod tests {
         assert_eq!(mode("run.sh"), 0o755);
         assert_eq!(mode("secret"), 0o600);
         assert_eq!(mode("new.txt"), 0o644);
+    }
+
+    #[test]
+    fn a_dropped_write_still_settles_its_callback_once() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx2 = tx.clone();
+        drop(Settle(Some(move |r: Result<WriteOutput>| tx.send(r.map(|o| o.bytes)).unwrap())));
+        Settle(Some(move |r: Result<WriteOutput>| tx2.send(r.map(|o| o.bytes)).unwrap()))
+            .done(Ok(WriteOutput { path: "a".into(), bytes: 1, created: true }));
+        let got: Vec<_> = rx.iter().collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].as_ref().unwrap_err().code, Code::IoError);
+        assert_eq!(got[1].as_ref().unwrap(), &1);
     }
 
     #[test]
