@@ -52,6 +52,43 @@ const BLOCKING_SLOTS: usize = 16;
 
 static BLOCKING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(BLOCKING_SLOTS)));
 
+/// Counts filesystem phases running at once (tests check the bound).
+#[cfg(test)]
+mod gauge {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    pub static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+    pub static PEAK: AtomicUsize = AtomicUsize::new(0);
+    pub struct Running;
+    impl Running {
+        pub fn new() -> Self {
+            let now = ACTIVE.fetch_add(1, Ordering::SeqCst) + 1;
+            PEAK.fetch_max(now, Ordering::SeqCst);
+            Running
+        }
+    }
+    impl Drop for Running {
+        fn drop(&mut self) {
+            ACTIVE.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Marks a filesystem phase (a no-op outside tests).
+#[inline(always)]
+fn running() -> impl Drop {
+    #[cfg(test)]
+    return gauge::Running::new();
+    #[cfg(not(test))]
+    return Noop;
+}
+
+#[cfg(not(test))]
+struct Noop;
+#[cfg(not(test))]
+impl Drop for Noop {
+    fn drop(&mut self) {}
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteOutput {
     /// The normalized path, as given (a symlink's name, not its target's).
@@ -235,11 +272,13 @@ pub fn spawn_write(
     match BLOCKING.clone().try_acquire_owned() {
         Ok(permit) => {
             tokio::task::spawn_blocking(move || {
+                let running = running();
                 if let Err(e) = cancel.check() {
                     drop(permit);
                     return settle.done(Err(e));
                 }
                 let started = start(ws, request, ticket, cancel);
+                drop(running);
                 drop(permit);
                 match started {
                     Started::Done(out) => settle.done(out),
@@ -269,7 +308,11 @@ async fn blocking<T: Send + 'static>(cancel: &Cancel, f: impl FnOnce() -> Result
         _ = cancel.cancelled() => return Err(Error::cancelled()),
         p = BLOCKING.acquire() => p.map_err(|_| internal("the worker pool is closed"))?,
     };
-    let out = tokio::task::spawn_blocking(f).await.map_err(|e| internal(&format!("a write worker failed: {e}")))?;
+    let out = tokio::task::spawn_blocking(move || {
+        let _running = running();
+        f()
+    })
+    .await.map_err(|e| internal(&format!("a write worker failed: {e}")))?;
     drop(permit);
     out
 }
@@ -942,6 +985,26 @@ mod tests {
         assert_eq!(mode("run.sh"), 0o755);
         assert_eq!(mode("secret"), 0o600);
         assert_eq!(mode("new.txt"), 0o644);
+    }
+
+    #[test]
+    fn filesystem_phases_are_bounded_and_parallel() {
+        let (_t, root, ws) = setup();
+        let ws = Arc::new(ws);
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let _ctx = rt.enter();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..300 {
+            let request = WriteRequest::new(&format!("d{}/f{i}", i % 7), "x".repeat(4096), MAX_WRITE_BYTES).unwrap();
+            let tx = tx.clone();
+            spawn_write(ws.clone(), request, ticket(), Cancel::new(), move |r| tx.send(r).unwrap());
+        }
+        drop(tx);
+        assert!(rx.iter().all(|r| r.is_ok()));
+        let peak = gauge::PEAK.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(peak <= 16, "{peak} filesystem phases ran at once (the documented bound is 16)");
+        assert!(peak > 1, "different targets never ran in parallel");
+        assert!(temps(&root).is_empty());
     }
 
     #[test]

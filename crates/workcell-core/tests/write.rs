@@ -181,6 +181,21 @@ async fn a_symlink_loop_is_symlink_loop() {
 }
 
 #[tokio::test]
+async fn a_final_symlink_chain_of_40_hops_is_followed_and_41_is_symlink_loop() {
+    let f = fixture();
+    fs::create_dir(f.root.join("c")).unwrap();
+    // c/l0 -> l1 -> ... -> l40 -> file: 41 hops from l0, 40 from l1.
+    for i in 0..41 {
+        let next = if i == 40 { "file".to_string() } else { format!("l{}", i + 1) };
+        symlink(&next, f.root.join(format!("c/l{i}"))).unwrap();
+    }
+    write(&f, "c/l1", "forty").await.unwrap();
+    assert_eq!(fs::read_to_string(f.root.join("c/file")).unwrap(), "forty");
+    assert_eq!(write(&f, "c/l0", "forty-one").await.unwrap_err().code, Code::SymlinkLoop);
+    assert_eq!(fs::read_to_string(f.root.join("c/file")).unwrap(), "forty");
+}
+
+#[tokio::test]
 async fn missing_parents_are_created_but_not_through_a_file_or_dangling_link() {
     let f = fixture();
     write(&f, "x/y/z/file.txt", "deep").await.unwrap();
