@@ -27,7 +27,20 @@ export declare class NativeWorkspace {
   constructor(root: string)
   /** The canonical path of the root. */
   get canonical(): string
+  /**
+   * write_file: resolves to `{ path, bytes, created }` or to `{ error }`; never rejects.
+   * The call's place in the per-target queue is taken synchronously, here, so writes run in
+   * call order; all filesystem work happens off the JS thread (usually on one blocking-pool
+   * thread, which settles the promise directly).
+   */
+  writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<WriteResult>
 }
+
+/**
+ * Applies write_file's effect-free checks (path grammar, no trailing `/`, well-formed content
+ * within the limit) and returns the normalized path; throws (message: the tool error's JSON).
+ */
+export declare function checkWriteArguments(path: string, content: string, maxBytes?: number | undefined | null): string
 
 /** A recoverable tool error (or a cancellation, code `ABORTED`), as plain data. */
 export interface NativeError {
@@ -48,5 +61,12 @@ export interface ReadResult {
   path?: string
   content?: string
   bytes?: number
+  error?: NativeError
+}
+
+export interface WriteResult {
+  path?: string
+  bytes?: number
+  created?: boolean
   error?: NativeError
 }

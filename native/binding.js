@@ -773,8 +773,9 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, normalizePath } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkWriteArguments, normalizePath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
+export { checkWriteArguments }
 export { normalizePath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

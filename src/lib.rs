@@ -7,6 +7,7 @@ mod convert;
 mod path;
 mod read;
 mod workspace;
+mod write;
 
 pub use convert::NativeError;
 pub use workspace::{CancelHandle, NativeWorkspace};

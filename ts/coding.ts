@@ -1,9 +1,11 @@
 import { createReadTool, type ReadToolOptions } from "./read.js";
 import type { AnyTool } from "./tool.js";
+import { createWriteTool, type WriteToolOptions } from "./write.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
+  write?: WriteToolOptions;
   /**
    * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
@@ -21,5 +23,5 @@ export interface ProcessToolDefaults {
 
 /** All of workcell's tools for one workspace root. */
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
-  return [createReadTool(root, options.read)];
+  return [createReadTool(root, options.read), createWriteTool(root, options.write)];
 }

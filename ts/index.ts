@@ -6,6 +6,8 @@ export type { ToolCall, ToolResult, ToolDefinition } from "./registry.js";
 export { validatePath as normalizePath } from "./paths.js";
 export { createReadTool } from "./read.js";
 export type { ReadInput, ReadOutput, ReadToolOptions } from "./read.js";
+export { createWriteTool } from "./write.js";
+export type { WriteInput, WriteOutput, WriteToolOptions } from "./write.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";

@@ -5,6 +5,7 @@
 //! - [`path`]: the path grammar every model-supplied path goes through;
 //! - [`root`]: the workspace root, its identity and resolution beneath it;
 //! - [`read`]: `read_file`;
+//! - [`write`]: `write_file`, with [`target_lock`] serializing writes per target;
 //! - [`cancel`]: cancellation shared with the host.
 
 pub mod cancel;
@@ -12,6 +13,8 @@ pub mod error;
 pub mod path;
 pub mod read;
 pub mod root;
+pub mod target_lock;
+pub mod write;
 
 pub use cancel::Cancel;
 pub use error::{Code, Error, Reason, Result};

@@ -1,0 +1,73 @@
+use napi::bindgen_prelude::{Object, Utf16String};
+use napi::Env;
+use napi_derive::napi;
+use workcell_core::write::{self, WriteOutput, WriteRequest, MAX_WRITE_BYTES};
+
+use crate::convert::{throw, NativeError};
+use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
+
+#[napi(object)]
+pub struct WriteResult {
+    pub path: Option<String>,
+    pub bytes: Option<u32>,
+    pub created: Option<bool>,
+    pub error: Option<NativeError>,
+}
+
+impl From<workcell_core::Result<WriteOutput>> for WriteResult {
+    fn from(r: workcell_core::Result<WriteOutput>) -> Self {
+        match r {
+            Ok(o) => WriteResult { path: Some(o.path), bytes: Some(o.bytes as u32), created: Some(o.created), error: None },
+            Err(e) => WriteResult { path: None, bytes: None, created: None, error: Some(e.into()) },
+        }
+    }
+}
+
+fn request(path: &Utf16String, content: &Utf16String, max_bytes: Option<u32>) -> workcell_core::Result<WriteRequest> {
+    WriteRequest::from_utf16(path, content, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
+}
+
+/// Applies write_file's effect-free checks (path grammar, no trailing `/`, well-formed content
+/// within the limit) and returns the normalized path; throws (message: the tool error's JSON).
+#[napi]
+pub fn check_write_arguments(path: Utf16String, content: Utf16String, max_bytes: Option<u32>) -> napi::Result<String> {
+    request(&path, &content, max_bytes).map(|r| r.path().as_str().to_string()).map_err(throw)
+}
+
+type Resolver = Box<dyn FnOnce(Env) -> napi::Result<WriteResult> + Send>;
+
+#[napi]
+impl NativeWorkspace {
+    /// write_file: resolves to `{ path, bytes, created }` or to `{ error }`; never rejects.
+    /// The call's place in the per-target queue is taken synchronously, here, so writes run in
+    /// call order; all filesystem work happens off the JS thread (usually on one blocking-pool
+    /// thread, which settles the promise directly).
+    #[napi(ts_return_type = "Promise<WriteResult>")]
+    pub fn write_file<'env>(
+        &self,
+        env: &'env Env,
+        path: Utf16String,
+        content: Utf16String,
+        max_bytes: Option<u32>,
+        cancel: Option<&CancelHandle>,
+    ) -> napi::Result<Object<'env>> {
+        let cancel = cancel_of(cancel);
+        let checked = request(&path, &content, max_bytes);
+        drop((path, content));
+        let (deferred, promise) = env.create_deferred::<WriteResult, Resolver>()?;
+        let settle = move |out: workcell_core::Result<WriteOutput>| {
+            deferred.resolve(Box::new(move |_env| Ok(WriteResult::from(out))));
+        };
+        match checked {
+            Err(e) => settle(Err(e)),
+            Ok(req) => {
+                let ticket = write::ticket();
+                let ws = self.ws.clone();
+                napi::bindgen_prelude::within_runtime_if_available(move || {
+                    write::spawn_write(ws, req, ticket, cancel, settle)
+                });
+            }
+        }
+        Ok(promise)
+    }
+}

@@ -1,0 +1,84 @@
+import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import { pathProperty } from "./paths.js";
+import type { Tool, ToolContext } from "./tool.js";
+
+export interface WriteInput {
+  path: string;
+  content: string;
+}
+
+export interface WriteOutput {
+  /** The normalized path, as given (a symlink's own name when writing through it). */
+  path: string;
+  /** UTF-8 byte length of the content written. */
+  bytes: number;
+  /** Whether the file did not exist before. */
+  created: boolean;
+}
+
+/** Default and ceiling of `maxContentBytes`. */
+export const DEFAULT_MAX_WRITE_BYTES = 65_536;
+const CEILING_MAX_WRITE_BYTES = 16 * 1024 * 1024;
+
+export interface WriteToolOptions {
+  /** Largest content accepted, in UTF-8 bytes (default 65,536; at most 16 MiB). */
+  maxContentBytes?: number;
+}
+
+function limitOf(options: WriteToolOptions): number {
+  const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
+  if (!Number.isSafeInteger(limit) || limit < 0 || limit > CEILING_MAX_WRITE_BYTES) {
+    throw new TypeError(`workcell: maxContentBytes must be an integer from 0 to ${CEILING_MAX_WRITE_BYTES}`);
+  }
+  return limit;
+}
+
+const parameters: JsonSchema = {
+  type: "object",
+  properties: {
+    path: pathProperty(
+      "The file to write, relative to the workspace root, such as src/index.ts. Missing directories are created.",
+    ),
+    content: { type: "string", description: "The complete new content of the file (UTF-8 text)." },
+  },
+  required: ["path", "content"],
+  additionalProperties: false,
+};
+
+function describe(limit: number): string {
+  return [
+    "Create or replace a UTF-8 text file in the workspace with the given content.",
+    "The path is relative to the workspace root and uses / between names (src/index.ts); absolute paths, .., backslashes, drive letters, Windows device names and a trailing / are refused, and symlinks may not lead outside the workspace.",
+    "Missing parent directories are created. A symlink to a file inside the workspace is written through (the link stays).",
+    `The content replaces the whole file atomically: at most ${limit.toLocaleString("en-US")} UTF-8 bytes.`,
+    "An existing file keeps its permissions; a new file gets 0644. Directories, FIFOs, sockets and devices are refused.",
+    "Returns { path, bytes, created }.",
+  ].join(" ");
+}
+
+/** Creates the `write_file` tool for one workspace root. */
+export function createWriteTool(root: string, options: WriteToolOptions = {}): Tool<WriteInput, WriteOutput> {
+  const limit = limitOf(options);
+  const ws = openWorkspace(root);
+  return {
+    name: "write_file",
+    description: describe(limit),
+    parameters,
+    validate(input: unknown): WriteInput {
+      checkSchema(parameters, input);
+      const { path, content } = input as WriteInput;
+      try {
+        binding.checkWriteArguments(path, content, limit);
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      return { path, content };
+    },
+    async execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
+      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
+      const r = await callNative(context?.signal, (cancel) => ws.writeFile(input.path, input.content, limit, cancel));
+      return { path: r.path!, bytes: r.bytes!, created: r.created! };
+    },
+  };
+}
