@@ -29,6 +29,27 @@ export declare class NativeWorkspace {
   get canonical(): string
 }
 
+/**
+ * Applies the command policy to an argv. Never throws for a refusal: the result carries
+ * `TOOL_ARGUMENTS_INVALID` with `COMMAND_REFUSED` (or a shape reason) instead.
+ */
+export declare function checkCommand(argv: Array<string>, policy?: NativeCommandPolicy | undefined | null): CommandCheckResult
+
+/** The outcome of a check: `allowed`, or the refusal as a tool error. */
+export interface CommandCheckResult {
+  allowed: boolean
+  error?: NativeError
+}
+
+/** The default deny-list. */
+export declare function defaultDenyCommands(): Array<string>
+
+/** Lists that replace the defaults of the command policy. */
+export interface NativeCommandPolicy {
+  denyCommands?: Array<string>
+  allowCommands?: Array<string>
+}
+
 /** A recoverable tool error (or a cancellation, code `ABORTED`), as plain data. */
 export interface NativeError {
   code: string

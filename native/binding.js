@@ -773,8 +773,10 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, normalizePath } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkCommand, defaultDenyCommands, normalizePath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
+export { checkCommand }
+export { defaultDenyCommands }
 export { normalizePath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -6,5 +6,7 @@ export type { ToolCall, ToolResult, ToolDefinition } from "./registry.js";
 export { validatePath as normalizePath } from "./paths.js";
 export { createReadTool } from "./read.js";
 export type { ReadInput, ReadOutput, ReadToolOptions } from "./read.js";
+export { checkCommand, DEFAULT_DENY_COMMANDS } from "./policy.js";
+export type { CommandPolicy, CommandCheck, CommandAllowed, CommandRefused, CommandInvalid, CommandRefusalReason } from "./policy.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";

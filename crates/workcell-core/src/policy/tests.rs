@@ -517,7 +517,11 @@ fn token() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+    // PROPTEST_CASES raises the count for a longer hunt.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(600),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn the_checker_never_panics_on_scripts(parts in proptest::collection::vec(token(), 0..60)) {
