@@ -27,10 +27,24 @@ impl Arg {
     pub fn value(&self) -> Option<&str> {
         self.info.static_value()
     }
+
+    /// This argument as a wrapper passes it on when it replaces `pattern` with its input: an
+    /// argument containing the pattern becomes dynamic.
+    fn replacing(&self, pattern: &str) -> Arg {
+        if pattern.is_empty() || !self.value().is_some_and(|v| v.contains(pattern)) {
+            return self.clone();
+        }
+        Arg {
+            info: WordInfo { value: Err(Dynamic::Input), single_field: true, numeric_safe: false, static_prefix: String::new() },
+            ..self.clone()
+        }
+    }
 }
 
 pub(crate) struct Checker<'p> {
     pub policy: &'p Policy,
+    /// Scripts are being checked on the dedicated stack.
+    pub on_script_stack: bool,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -68,10 +82,15 @@ fn variable_name(node: &str, what: &str) -> Refusal {
 }
 
 pub(crate) fn protected_variable(node: &str, name: &str) -> Refusal {
+    let instead = if name == "PATH" || name == "path" {
+        "; run tools installed in the project through npx or npm run, and other programs by name"
+    } else {
+        ""
+    };
     refuse(
         node,
         RefuseReason::ProtectedVariable,
-        format!("assigning {name} would change which programs run or run code the policy never saw; leave {name} as it is and call programs by name"),
+        format!("assigning {name} would change which programs run or run code the policy never saw; leave {name} as it is{instead}"),
     )
 }
 
@@ -135,7 +154,7 @@ struct Spec {
 const HELP_VERSION: &[&str] = &["help", "version"];
 
 fn spec_for(lname: &str) -> Option<Spec> {
-    let spec = match lname {
+    Some(match lname {
         "command" => Spec { builtin: true, flags: "pvV", no_command: "vV", ..Spec::default() },
         "builtin" | "noglob" | "nocorrect" | "-" => Spec { builtin: true, ..Spec::default() },
         "exec" => Spec { builtin: true, flags: "cl", with_arg: "a", ..Spec::default() },
@@ -157,69 +176,65 @@ fn spec_for(lname: &str) -> Option<Spec> {
             numeric_adjustment: true,
             ..Spec::default()
         },
-        "nohup" | "stdbuf" | "setsid" | "timeout" | "time" | "chrt" | "ionice" | "taskset" => {
-            return Some(match lname {
-                "nohup" => Spec { long_no_command: HELP_VERSION, ..Spec::default() },
-                "stdbuf" => Spec {
-                    with_arg: "ioe",
-                    long_with_arg: &["input", "output", "error"],
-                    long_no_command: HELP_VERSION,
-                    ..Spec::default()
-                },
-                "setsid" => Spec {
-                    flags: "cfwhV",
-                    no_command: "hV",
-                    long_flags: &["ctty", "fork", "wait"],
-                    long_no_command: HELP_VERSION,
-                    ..Spec::default()
-                },
-                "timeout" => Spec {
-                    flags: "fpv",
-                    with_arg: "ks",
-                    long_flags: &["foreground", "preserve-status", "verbose"],
-                    long_with_arg: &["kill-after", "signal"],
-                    long_no_command: HELP_VERSION,
-                    operands: 1,
-                    ..Spec::default()
-                },
-                "time" => Spec {
-                    flags: "apqvVlh",
-                    with_arg: "fo",
-                    no_command: "V",
-                    long_flags: &["append", "portability", "quiet", "verbose"],
-                    long_with_arg: &["format", "output"],
-                    long_no_command: HELP_VERSION,
-                    ..Spec::default()
-                },
-                "chrt" => Spec {
-                    flags: "abdefimoprRvhV",
-                    with_arg: "TPD",
-                    no_command: "pmhV",
-                    long_flags: &["all-tasks", "batch", "deadline", "ext", "fifo", "idle", "max", "other", "pid", "rr", "reset-on-fork", "verbose"],
-                    long_with_arg: &["sched-runtime", "sched-period", "sched-deadline"],
-                    long_no_command: HELP_VERSION,
-                    operands: 1,
-                    ..Spec::default()
-                },
-                "ionice" => Spec {
-                    flags: "thV",
-                    with_arg: "cnpPu",
-                    no_command: "pPuhV",
-                    long_flags: &["ignore"],
-                    long_with_arg: &["class", "classdata", "pid", "pgid", "uid"],
-                    long_no_command: &["help", "version", "pid", "pgid", "uid"],
-                    ..Spec::default()
-                },
-                _ => Spec {
-                    flags: "acphV",
-                    no_command: "phV",
-                    long_flags: &["all-tasks", "cpu-list", "pid"],
-                    long_no_command: &["help", "version", "pid"],
-                    operands: 1,
-                    ..Spec::default()
-                },
-            });
-        }
+        "nohup" => Spec { long_no_command: HELP_VERSION, ..Spec::default() },
+        "stdbuf" => Spec {
+            with_arg: "ioe",
+            long_with_arg: &["input", "output", "error"],
+            long_no_command: HELP_VERSION,
+            ..Spec::default()
+        },
+        "setsid" => Spec {
+            flags: "cfwhV",
+            no_command: "hV",
+            long_flags: &["ctty", "fork", "wait"],
+            long_no_command: HELP_VERSION,
+            ..Spec::default()
+        },
+        "timeout" => Spec {
+            flags: "fpv",
+            with_arg: "ks",
+            long_flags: &["foreground", "preserve-status", "verbose"],
+            long_with_arg: &["kill-after", "signal"],
+            long_no_command: HELP_VERSION,
+            operands: 1,
+            ..Spec::default()
+        },
+        "time" => Spec {
+            flags: "apqvVlh",
+            with_arg: "fo",
+            no_command: "V",
+            long_flags: &["append", "portability", "quiet", "verbose"],
+            long_with_arg: &["format", "output"],
+            long_no_command: HELP_VERSION,
+            ..Spec::default()
+        },
+        "chrt" => Spec {
+            flags: "abdefimoprRvhV",
+            with_arg: "TPD",
+            no_command: "pmhV",
+            long_flags: &["all-tasks", "batch", "deadline", "ext", "fifo", "idle", "max", "other", "pid", "rr", "reset-on-fork", "verbose"],
+            long_with_arg: &["sched-runtime", "sched-period", "sched-deadline"],
+            long_no_command: HELP_VERSION,
+            operands: 1,
+            ..Spec::default()
+        },
+        "ionice" => Spec {
+            flags: "thV",
+            with_arg: "cnpPu",
+            no_command: "pPuhV",
+            long_flags: &["ignore"],
+            long_with_arg: &["class", "classdata", "pid", "pgid", "uid"],
+            long_no_command: &["help", "version", "pid", "pgid", "uid"],
+            ..Spec::default()
+        },
+        "taskset" => Spec {
+            flags: "acphV",
+            no_command: "phV",
+            long_flags: &["all-tasks", "cpu-list", "pid"],
+            long_no_command: &["help", "version", "pid"],
+            operands: 1,
+            ..Spec::default()
+        },
         "xargs" => Spec {
             flags: "0oprtx",
             with_arg: "adEILnPsJRS",
@@ -252,8 +267,7 @@ fn spec_for(lname: &str) -> Option<Spec> {
             ..Spec::default()
         },
         _ => return None,
-    };
-    Some(spec)
+    })
 }
 
 struct Parsed {
@@ -484,7 +498,7 @@ fn format_has_numeric_conversion(format: &str) -> bool {
 
 impl<'p> Checker<'p> {
     pub fn new(policy: &'p Policy) -> Self {
-        Checker { policy }
+        Checker { policy, on_script_stack: false }
     }
 
     /// The tool's argv: every item is a literal.
@@ -614,7 +628,8 @@ impl<'p> Checker<'p> {
                 let mut option_args = 0;
                 for c in word[1..].chars() {
                     match c {
-                        'c' if !plus => has_c = true,
+                        // `+c` runs the script too.
+                        'c' => has_c = true,
                         'o' | 'O' => option_args += 1,
                         'i' | 's' if !plus => {
                             return Err(refuse(
@@ -700,7 +715,8 @@ impl<'p> Checker<'p> {
                     .or(parsed.value("J").flatten())
                     .or(parsed.value("i").map(|v| v.unwrap_or("{}")))
                     .or(parsed.value("replace").map(|v| v.unwrap_or("{}")));
-                if let (Some(replace), Some(first)) = (replace, inner.first()) {
+                let Some(replace) = replace else { return self.check_inner(inner, depth) };
+                if let Some(first) = inner.first() {
                     if !replace.is_empty() && first.value().is_some_and(|n| n.contains(replace)) {
                         return Err(wrapper(
                             &first.raw,
@@ -708,7 +724,9 @@ impl<'p> Checker<'p> {
                         ));
                     }
                 }
-                self.check_inner(inner, depth)
+                // `xargs -I % sh -c %` would run its input as a script.
+                let replaced: Vec<Arg> = inner.iter().map(|a| a.replacing(replace)).collect();
+                self.check_inner(&replaced, depth)
             }
             "flock" => {
                 // flock FILE -c 'script' runs the script with a shell.
@@ -772,7 +790,9 @@ impl<'p> Checker<'p> {
                         .iter()
                         .position(|a| matches!(a.value(), Some(";" | "+")))
                         .map_or(args.len(), |p| i + 1 + p);
-                    self.check_inner(&args[i + 1..end], depth)?;
+                    // find replaces {} in every argument: `-exec sh -c 'echo {}'` runs file names.
+                    let replaced: Vec<Arg> = args[i + 1..end].iter().map(|a| a.replacing("{}")).collect();
+                    self.check_inner(&replaced, depth)?;
                     in_exec = true;
                 }
                 Some(";" | "+") => in_exec = false,

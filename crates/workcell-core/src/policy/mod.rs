@@ -49,9 +49,11 @@ pub const MAX_SCRIPT_OPENERS: usize = 512;
 /// Deepest nesting of scripts (`$(...)` inside `bash -c` inside `$(...)`...) and of wrappers.
 pub const MAX_NESTING: usize = 16;
 
-/// Stack for one check: the parser recurses once per nesting construct, and unoptimized builds
-/// use large frames. Reserved, not committed: only what a check touches is used.
-const CHECK_STACK_BYTES: usize = 64 << 20;
+/// Stack on which scripts are parsed and walked: the parser recurses once per nesting construct
+/// (at most [`MAX_SCRIPT_OPENERS`] in all, nested scripts being parts of their parent's text),
+/// and unoptimized builds use large frames. Reserved, not committed: only what a check touches
+/// is used. A command without a script never allocates it.
+pub(crate) const SCRIPT_STACK_BYTES: usize = 64 << 20;
 
 /// Which commands may run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,25 +236,17 @@ pub(crate) type Check<T = ()> = std::result::Result<T, Refusal>;
 /// `{ command, reason }`.
 pub fn check_command(argv: &[String], policy: &Policy) -> Result<()> {
     check_shape(argv, policy)?;
-    // The parser recurses per nesting construct; run on a stack sized for the limits above so
-    // that no script can overflow the caller's. A panic inside the parser is contained too.
-    let outcome = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("workcell-policy".into())
-            .stack_size(CHECK_STACK_BYTES)
-            .spawn_scoped(scope, || argv::Checker::new(policy).check_top(argv))
-            .map(|handle| handle.join())
-    });
+    // A panic inside the parser (a bug there) becomes a refusal, never a crash of the host.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| argv::Checker::new(policy).check_top(argv)));
     match outcome {
-        Ok(Ok(Ok(()))) => Ok(()),
-        Ok(Ok(Err(refusal))) => Err(refusal.into_error()),
-        Ok(Err(_panic)) => Err(Refusal::new(
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(refusal)) => Err(refusal.into_error()),
+        Err(_panic) => Err(Refusal::new(
             argv.first().map(String::as_str).unwrap_or(""),
             RefuseReason::ParseError,
             "the command could not be analysed; write it more simply, or pass the program and its arguments as separate argv items without a shell",
         )
         .into_error()),
-        Err(io) => Err(Error::io_errno(io.raw_os_error().unwrap_or(libc::EAGAIN), "command policy check")),
     }
 }
 

@@ -16,7 +16,7 @@ use brush_parser::word::{Parameter, ParameterExpr, ParameterTransformOp, WordPie
 use super::argv::{check_variable_name, protected_variable, refuse, too_deep, Arg, Checker};
 use super::names::{self, DEVICE_TARGETS};
 use super::words::{self, arith_text_safe, Dynamic, WordInfo};
-use super::{Check, RefuseReason, MAX_NESTING, MAX_SCRIPT_OPENERS};
+use super::{Check, RefuseReason, MAX_NESTING, MAX_SCRIPT_OPENERS, SCRIPT_STACK_BYTES};
 
 #[derive(Clone, Copy)]
 struct Ctx {
@@ -94,6 +94,17 @@ fn redirect_operator(kind: &IoFileRedirectKind) -> &'static str {
 impl Checker<'_> {
     /// Checks a shell script: every command it can run, every file it can redirect to.
     pub(crate) fn check_script(&mut self, text: &str, depth: usize, zsh: bool) -> Check {
+        if self.on_script_stack {
+            return self.check_script_here(text, depth, zsh);
+        }
+        // The first script moves the check to a stack sized for the parser's recursion.
+        self.on_script_stack = true;
+        let result = stacker::grow(SCRIPT_STACK_BYTES, || self.check_script_here(text, depth, zsh));
+        self.on_script_stack = false;
+        result
+    }
+
+    fn check_script_here(&mut self, text: &str, depth: usize, zsh: bool) -> Check {
         if depth > MAX_NESTING {
             return Err(too_deep(text));
         }
@@ -231,13 +242,20 @@ impl Checker<'_> {
                 Ok(())
             }
             CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => {
-                self.walk_assignment(assignment, &word.value, ctx)?;
-                // Before the command name an assignment only sets the environment; after it
-                // (export A=1) it is an argument of a declaration builtin.
-                if !args.is_empty() {
-                    let pieces = words::parse(&word.value)?;
-                    args.push(Arg { raw: word.value.clone(), info: words::analyse(&pieces), assignment: true });
+                if args.is_empty() {
+                    // Before the command name: an assignment (to the environment of the command).
+                    return self.walk_assignment(assignment, &word.value, ctx);
                 }
+                if !is_declaration(args) {
+                    // `make CC=gcc`: an ordinary argument that happens to contain `=`.
+                    let arg = self.word_arg(word, ctx)?;
+                    args.push(arg);
+                    return Ok(());
+                }
+                // `export A=$x`: the declaration builtin assigns it.
+                self.walk_assignment(assignment, &word.value, ctx)?;
+                let pieces = words::parse(&word.value)?;
+                args.push(Arg { raw: word.value.clone(), info: words::analyse(&pieces), assignment: true });
                 Ok(())
             }
             CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
@@ -531,6 +549,13 @@ impl Checker<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// Whether a command's name is a builtin that assigns its `NAME=value` arguments.
+fn is_declaration(args: &[Arg]) -> bool {
+    args[0]
+        .value()
+        .is_some_and(|name| matches!(name.to_ascii_lowercase().as_str(), "export" | "declare" | "typeset" | "local" | "readonly"))
 }
 
 /// A parameter's name for messages: `x`, `a[1]`, `@`.

@@ -28,6 +28,8 @@ pub(crate) enum Dynamic {
     Tilde,
     AnsiEscape,
     Locale,
+    /// Replaced by a wrapper's input at run time (`xargs -I {}`, `find -exec ... {}`).
+    Input,
 }
 
 impl Dynamic {
@@ -41,6 +43,7 @@ impl Dynamic {
             Dynamic::Tilde => "a tilde expansion",
             Dynamic::AnsiEscape => "a $'...' escape",
             Dynamic::Locale => "a $\"...\" translation",
+            Dynamic::Input => "input substituted at run time (xargs -I, find's {})",
         }
     }
 }
