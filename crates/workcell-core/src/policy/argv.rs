@@ -1012,7 +1012,15 @@ fn check_declare(lname: &str, args: &[Arg]) -> Check {
             continue;
         }
         let Some(word) = a.value() else {
-            return Err(variable_name(&a.raw, &format!("each name `{lname}` declares")));
+            // `export "NAME=$value"`: the name is literal, only the value expands.
+            match a.info.static_prefix.split_once('=') {
+                Some((name, _)) if a.info.single_field && names::is_identifier(name) => {
+                    check_variable_name(&a.raw, name, &format!("each name `{lname}` declares"))?;
+                    options_done = true;
+                    continue;
+                }
+                _ => return Err(variable_name(&a.raw, &format!("each name `{lname}` declares"))),
+            }
         };
         if !options_done && word == "--" {
             options_done = true;

@@ -440,11 +440,11 @@ impl Checker<'_> {
                             }
                         }
                     }
-                    if ctx.zsh && (text.contains('(') || text.starts_with('=')) {
+                    if ctx.zsh && text.contains('(') {
                         return Err(refuse(
                             text,
                             RefuseReason::DynamicCode,
-                            "in zsh, glob qualifiers such as *(e:...:) and =(...) run code; quote the text, or use sh or bash",
+                            "in zsh, glob qualifiers such as *(e:...:) and =(...) can run code; quote the text, or use sh or bash",
                         ));
                     }
                 }
