@@ -116,7 +116,9 @@ function nativePolicy(policy: CommandPolicy | undefined): { denyCommands?: strin
  * `[sh|bash|dash|zsh, "-c", script, ...]` the script is parsed and every command in it is
  * checked: literal command names only, the deny- and allow-lists, no `eval`/`source`, nested
  * `sh -c` scripts checked in turn, `$(...)`, backticks and process substitutions walked,
- * redirections only to workspace-relative paths, `/dev/null` or file descriptors.
+ * redirections only to workspace-relative paths, `/dev/null` or file descriptors, and none of
+ * the places where bash evaluates a value as code (arithmetic on variables, `${!x}`,
+ * `printf -v`...). The full rules are in docs/command-policy.md.
  *
  * Never throws for a model's input: a malformed argv is `{ allowed: false }` with
  * `INVALID_ARGUMENTS_SHAPE`. Throws a `TypeError` only for a malformed `policy` (host
