@@ -37,7 +37,8 @@ pub(crate) const DYNAMIC_CODE: &[(&str, &str)] = &[
 /// Programs that run other programs in ways the policy does not follow. Refused unless the
 /// allow-list names them explicitly (the host then accepts what they run).
 pub const UNCHECKED_RUNNERS: &[&str] = &[
-    "sudo", "su", "doas", "pkexec", "runuser", "sg", "newgrp", "setpriv", "capsh", "chroot",
+    "sudo", "su", "doas", "pkexec", "sudoedit", "run0", "pfexec", "ksu", "gksu", "gksudo", "kdesu",
+    "machinectl", "runuser", "sg", "newgrp", "setpriv", "capsh", "chroot",
     "unshare", "nsenter", "script", "strace", "ltrace", "gdb", "lldb", "valgrind", "perf", "at",
     "batch", "crontab", "systemd-run", "tmux", "screen", "parallel", "sem", "expect", "unbuffer",
     "rlwrap", "faketime", "fakeroot", "fakechroot", "eatmydata", "torsocks", "proxychains",

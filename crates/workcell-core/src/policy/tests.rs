@@ -365,6 +365,8 @@ const ARGVS: &[(&[&str], Option<&str>)] = &[
     (&["fish", "-c", "x"], Some("unchecked_runner")),
     (&["strace", "ls"], Some("unchecked_runner")),
     (&["su"], Some("deny_listed")),
+    (&["sudoedit", "/etc/hosts"], Some("unchecked_runner")),
+    (&["run0", "id"], Some("unchecked_runner")),
 ];
 
 #[test]
