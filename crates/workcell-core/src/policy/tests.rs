@@ -536,7 +536,8 @@ proptest! {
 
     #[test]
     fn the_checker_never_panics_on_scripts(parts in proptest::collection::vec(token(), 0..60)) {
-        let script: String = parts.concat();
+        // NUL is a shape error before the policy; keep the scripts about the policy.
+        let script: String = parts.concat().replace('\0', "");
         for shell in ["bash", "zsh"] {
             let outcome = check_unguarded(vec![shell.into(), "-c".into(), script.clone()]);
             prop_assert!(outcome.is_ok(), "panicked on {:?}", script);
