@@ -7,10 +7,11 @@
 //!
 //! What it checks, one module per concern:
 //! - [`argv`]: one command: its name (a literal bare name, not deny-listed, allow-listed when an
-//!   allow-list is set), the wrappers that run another program (`env`, `xargs`, `nice`,
-//!   `timeout`, `command`, `exec`, `find -exec`...), shells given `-c` (their script is parsed),
-//!   and the builtins whose arguments bash evaluates as code or names (`read`, `printf -v`,
-//!   `test -eq`, `declare`, `cd`, `trap`, `set -k`...).
+//!   allow-list is set) and shells given `-c` (their script is parsed);
+//! - [`wrappers`]: programs that run another program (`env`, `xargs`, `nice`, `timeout`,
+//!   `command`, `exec`, `find -exec`...), followed to the program they run;
+//! - [`builtins`]: builtins whose arguments bash evaluates as code or names (`read`,
+//!   `printf -v`, `test -eq`, `declare`, `cd`, `trap`, `set -k`...).
 //! - [`script`]: a shell script, parsed with brush-parser; every command node is checked as
 //!   above, redirection targets must be workspace-relative paths, `$(...)`, backticks and
 //!   process substitutions are walked.
@@ -24,9 +25,11 @@
 //! permitted program then does belongs to the sandbox.
 
 mod argv;
+mod builtins;
 mod names;
 mod script;
 mod words;
+mod wrappers;
 
 #[cfg(test)]
 mod tests;
