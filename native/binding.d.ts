@@ -37,10 +37,31 @@ export declare class NativeWorkspace {
 }
 
 /**
+ * Applies the command policy to an argv. Never throws for a refusal: the result carries
+ * `TOOL_ARGUMENTS_INVALID` with `COMMAND_REFUSED` (or a shape reason) instead.
+ */
+export declare function checkCommand(argv: Array<string>, policy?: NativeCommandPolicy | undefined | null): CommandCheckResult
+
+/**
  * Applies write_file's effect-free checks (path grammar, no trailing `/`, well-formed content
  * within the limit) and returns the normalized path; throws (message: the tool error's JSON).
  */
 export declare function checkWriteArguments(path: string, content: string, maxBytes?: number | undefined | null): string
+
+/** The outcome of a check: `allowed`, or the refusal as a tool error. */
+export interface CommandCheckResult {
+  allowed: boolean
+  error?: NativeError
+}
+
+/** The default deny-list. */
+export declare function defaultDenyCommands(): Array<string>
+
+/** Lists that replace the defaults of the command policy. */
+export interface NativeCommandPolicy {
+  denyCommands?: Array<string>
+  allowCommands?: Array<string>
+}
 
 /** A recoverable tool error (or a cancellation, code `ABORTED`), as plain data. */
 export interface NativeError {

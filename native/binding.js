@@ -773,9 +773,11 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, checkWriteArguments, normalizePath } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkCommand, checkWriteArguments, defaultDenyCommands, normalizePath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
+export { checkCommand }
 export { checkWriteArguments }
+export { defaultDenyCommands }
 export { normalizePath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -5,6 +5,7 @@
 
 mod convert;
 mod path;
+mod policy;
 mod read;
 mod workspace;
 mod write;

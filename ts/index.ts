@@ -8,6 +8,8 @@ export { createReadTool } from "./read.js";
 export type { ReadInput, ReadOutput, ReadToolOptions } from "./read.js";
 export { createWriteTool } from "./write.js";
 export type { WriteInput, WriteOutput, WriteToolOptions } from "./write.js";
+export { checkCommand, DEFAULT_DENY_COMMANDS } from "./policy.js";
+export type { CommandPolicy, CommandCheck, CommandAllowed, CommandRefused, CommandInvalid, CommandRefusalReason } from "./policy.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";

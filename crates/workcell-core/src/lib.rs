@@ -6,11 +6,13 @@
 //! - [`root`]: the workspace root, its identity and resolution beneath it;
 //! - [`read`]: `read_file`;
 //! - [`write`]: `write_file`, with [`target_lock`] serializing writes per target;
-//! - [`cancel`]: cancellation shared with the host.
+//! - [`cancel`]: cancellation shared with the host;
+//! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts).
 
 pub mod cancel;
 pub mod error;
 pub mod path;
+pub mod policy;
 pub mod read;
 pub mod root;
 pub mod target_lock;
@@ -19,4 +21,5 @@ pub mod write;
 pub use cancel::Cancel;
 pub use error::{Code, Error, Reason, Result};
 pub use path::{parse as parse_path, RelPath};
+pub use policy::{check_command, Policy};
 pub use root::{Identity, Workspace};
