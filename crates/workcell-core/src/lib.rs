@@ -5,11 +5,15 @@
 //! - [`path`]: the path grammar every model-supplied path goes through;
 //! - [`root`]: the workspace root, its identity and resolution beneath it;
 //! - [`read`]: `read_file`;
-//! - [`cancel`]: cancellation shared with the host.
+//! - [`cancel`]: cancellation shared with the host;
+//! - [`process`]: spawning, capturing, timing out and reaping child processes;
+//! - [`node`]: `node_process`.
 
 pub mod cancel;
 pub mod error;
+pub mod node;
 pub mod path;
+pub mod process;
 pub mod read;
 pub mod root;
 
