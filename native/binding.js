@@ -773,8 +773,9 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, normalizePath } = nativeBinding
+const { CancelHandle, NativeWorkspace, normalizePath, processReaper } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { normalizePath }
+export { processReaper }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -5,6 +5,7 @@
 
 mod convert;
 mod path;
+mod process;
 mod read;
 mod workspace;
 

@@ -6,5 +6,7 @@ export type { ToolCall, ToolResult, ToolDefinition } from "./registry.js";
 export { validatePath as normalizePath } from "./paths.js";
 export { createReadTool } from "./read.js";
 export type { ReadInput, ReadOutput, ReadToolOptions } from "./read.js";
+export { createNodeProcessTool } from "./node-process.js";
+export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";

@@ -7,7 +7,7 @@
 //! - [`read`]: `read_file`;
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
-//! - [`node`]: `node_process`.
+//! - [`node`]: the `node_process` tool.
 
 pub mod cancel;
 pub mod error;

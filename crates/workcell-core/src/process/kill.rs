@@ -22,7 +22,7 @@ pub fn kill_group(pgid: i32) {
 
 /// The inode that identifies a pipe (what `/proc/<pid>/fd/<n>` shows as `pipe:[inode]`).
 pub fn pipe_inode(fd: impl AsFd) -> Option<u64> {
-    rustix::fs::fstat(fd).ok().map(|st| st.st_ino as u64)
+    rustix::fs::fstat(fd).ok().map(|st| st.st_ino)
 }
 
 /// Kills every process other than this one that holds a descriptor for one of the pipes in
