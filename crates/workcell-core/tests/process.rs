@@ -283,3 +283,4 @@ async fn many_concurrent_runs_with_both_reapers_all_settle() {
 
 #[allow(dead_code)]
 fn _unused(_: &Path, _: OsString) {}
+

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capture::Sink;
 use super::kill::{kill_pipe_holders, pipe_inode};
-use super::limits::{RunOptions, CANCEL_GRACE, KILL_WAIT, READ_CHUNK};
+use super::limits::{RunOptions, CANCEL_GRACE, FINAL_READ, KILL_WAIT, READ_CHUNK};
 use super::reap::{ChildHandle, ExitInfo};
 use super::spawn::{spawn, OutputPipes, SpawnSpec};
 use crate::cancel::Cancel;
@@ -111,7 +111,8 @@ pub async fn run<S: Sink>(
     wait_eofs(&mut eof_rx, &mut eofs, pipes, exit_grace).await;
     let mut holders_killed = 0;
     if eofs < pipes {
-        holders_killed = kill_pipe_holders(&inodes);
+        // Reading /proc is blocking work: keep it off the runtime's workers.
+        holders_killed = tokio::task::spawn_blocking(move || kill_pipe_holders(&inodes)).await.unwrap_or(0);
         wait_eofs(&mut eof_rx, &mut eofs, pipes, holder_grace).await;
     }
     let pipes_forced = eofs < pipes;
@@ -148,7 +149,9 @@ async fn wait_eofs(rx: &mut mpsc::Receiver<()>, eofs: &mut usize, pipes: usize, 
     .await;
 }
 
-/// Reads `fd` into `sink` until end of file or `stop`, then hands the sink back.
+/// Reads `fd` into `sink` until end of file or `stop`, then hands the sink back. On `stop`, what
+/// the pipe already holds is still read (at most [`FINAL_READ`] bytes), so output written before
+/// the child exited is never lost to a busy runtime.
 async fn drain<S: Sink>(fd: OwnedFd, mut sink: S, stop: CancellationToken, eof: mpsc::Sender<()>) -> S {
     let Ok(mut pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
         let _ = eof.send(()).await;
@@ -158,7 +161,20 @@ async fn drain<S: Sink>(fd: OwnedFd, mut sink: S, stop: CancellationToken, eof: 
     loop {
         tokio::select! {
             biased;
-            _ = stop.cancelled() => return sink,
+            _ = stop.cancelled() => {
+                let mut left = FINAL_READ;
+                while left > 0 {
+                    // A direct read: the reactor may not have seen the data yet.
+                    match rustix::io::read(&pipe, &mut buf[..READ_CHUNK.min(left)]) {
+                        Ok(n) if n > 0 => {
+                            sink.push(&buf[..n]);
+                            left -= n;
+                        }
+                        _ => break,
+                    }
+                }
+                return sink;
+            }
             r = pipe.read(&mut buf) => match r {
                 Ok(n) if n > 0 => sink.push(&buf[..n]),
                 _ => {
@@ -167,5 +183,24 @@ async fn drain<S: Sink>(fd: OwnedFd, mut sink: S, stop: CancellationToken, eof: 
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::Head;
+
+    #[tokio::test]
+    async fn a_stopped_reader_still_takes_what_the_pipe_holds() {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        rustix::io::write(&w, b"written before the end").unwrap();
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let (tx, _rx) = mpsc::channel(1);
+        // The writer is still open (an escaped holder): no end of file, and the stop came first.
+        let sink = drain(r, Head::new(100), stop, tx).await;
+        assert_eq!(sink.finish().text, "written before the end");
+        drop(w);
     }
 }
