@@ -44,24 +44,34 @@ export function openWorkspace(root: string): NativeWorkspace {
 }
 
 /**
+ * One cancellation handle per AbortSignal, with one `abort` listener: calls that share a
+ * signal (an agent running tools in parallel) share the handle, so a busy signal does not
+ * collect a listener per call.
+ */
+const handles = new WeakMap<AbortSignal, CancelHandle>();
+
+function handleFor(signal: AbortSignal): CancelHandle {
+  let handle = handles.get(signal);
+  if (!handle) {
+    const h = new CancelHandle();
+    signal.addEventListener("abort", () => h.cancel(), { once: true });
+    handles.set(signal, h);
+    handle = h;
+  }
+  return handle;
+}
+
+/**
  * Runs a native call with a cancellation handle wired to `signal`. A signal that is already
  * aborted rejects before the call starts. A result carrying `error` rejects with the matching
  * ToolError or AbortError; otherwise the result is returned.
  */
 export async function callNative<R extends { error?: NativeError | null }>(
   signal: AbortSignal | undefined,
-  run: (cancel: CancelHandle) => Promise<R>,
+  run: (cancel: CancelHandle | undefined) => Promise<R>,
 ): Promise<R> {
   if (signal?.aborted) throw abortError(signal);
-  const handle = new CancelHandle();
-  const onAbort = (): void => handle.cancel();
-  signal?.addEventListener("abort", onAbort, { once: true });
-  let result: R;
-  try {
-    result = await run(handle);
-  } finally {
-    signal?.removeEventListener("abort", onAbort);
-  }
+  const result = await run(signal ? handleFor(signal) : undefined);
   if (result.error) throw fromNative(result.error, signal);
   return result;
 }

@@ -22,12 +22,20 @@ pub const MAX_PATH_BYTES: usize = 4096;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RelPath {
     normalized: String,
+    dir_only: bool,
 }
 
 impl RelPath {
     /// The normalized form, as reported back in results.
     pub fn as_str(&self) -> &str {
         &self.normalized
+    }
+
+    /// True when the path as given ended in `/` or `/.` after its last name (`src/`, `a/.`):
+    /// it then names a directory only, as it does for the kernel, so a file operation on it is
+    /// refused even though the reported path drops the slash.
+    pub fn dir_only(&self) -> bool {
+        self.dir_only
     }
 
     pub fn segments(&self) -> impl DoubleEndedIterator<Item = &str> {
@@ -133,11 +141,14 @@ pub fn parse(input: &str) -> Result<RelPath> {
         return Err(refuse("absolute paths are not allowed"));
     }
     let mut normalized = String::with_capacity(input.len());
+    let mut dir_only = false;
     for segment in input.split('/') {
         if segment.is_empty() || segment == "." {
+            dir_only = true;
             continue;
         }
         check_segment(segment)?;
+        dir_only = false;
         if !normalized.is_empty() {
             normalized.push('/');
         }
@@ -146,7 +157,7 @@ pub fn parse(input: &str) -> Result<RelPath> {
     if normalized.is_empty() {
         return Err(refuse("the path is empty; name a file such as README.md"));
     }
-    Ok(RelPath { normalized })
+    Ok(RelPath { normalized, dir_only })
 }
 
 #[cfg(test)]
@@ -244,6 +255,14 @@ mod tests {
         let err = from_utf16(&[0x61, 0xd800, 0x62]).unwrap_err();
         assert_eq!(err.reason(), Some("INVALID_UNICODE"));
         assert_eq!(from_utf16(&[0xd83d, 0xde00]).unwrap(), "😀");
+    }
+
+    #[test]
+    fn trailing_slash_or_dot_names_a_directory_only() {
+        for (p, dir_only) in [("a", false), ("a/", true), ("a/.", true), ("a//", true), ("./a", false), ("a/./b", false), ("a/b/./", true)] {
+            assert_eq!(parse(p).unwrap().dir_only(), dir_only, "{p:?}");
+        }
+        assert_eq!(parse("a/").unwrap().as_str(), "a");
     }
 
     #[test]

@@ -46,6 +46,18 @@ pub(crate) fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
 pub fn open_regular(ws: &Workspace, path: &RelPath) -> Result<(cap_std::fs::File, Identity, u64)> {
     let mut options = OpenOptions::new();
     options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    if path.dir_only() {
+        // `name/` asks for a directory: let the kernel resolve it as one (ENOTDIR for a file),
+        // and refuse whatever it is, since only regular files are read.
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_DIRECTORY);
+        let shown = format!("{}/", path.as_str());
+        return Err(match ws.dir().open_with(&shown, &options) {
+            Ok(_) => Error::not_regular(&shown, "directory"),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Error::not_regular(&shown, "a file named with a trailing slash")
+                .with_hint("a path ending in / names a directory; drop the trailing slash to name a file"),
+            Err(e) => Error::from_io(&e, &shown),
+        });
+    }
     let file = ws.dir().open_with(path.as_str(), &options).map_err(|e| Error::from_io(&e, path.as_str()))?;
     let meta = file.metadata().map_err(|e| Error::from_io(&e, path.as_str()))?;
     if !meta.is_file() {
