@@ -25,8 +25,8 @@ pub fn pipe_inode(fd: impl AsFd) -> Option<u64> {
     rustix::fs::fstat(fd).ok().map(|st| st.st_ino)
 }
 
-/// Kills every process other than this one that holds a descriptor for one of the pipes in
-/// `inodes`. Returns how many were signalled. Only on Linux (elsewhere: 0).
+/// Kills every process other than this one that holds one of the pipes in `inodes` open for
+/// writing. Returns how many were signalled. Only on Linux (elsewhere: 0).
 pub fn kill_pipe_holders(inodes: &[u64]) -> usize {
     #[cfg(target_os = "linux")]
     {
@@ -43,13 +43,27 @@ pub fn kill_pipe_holders(inodes: &[u64]) -> usize {
 mod linux {
     use std::fs;
 
+    /// Whether `pid` has one of the pipes open for writing. Read ends do not count: a process
+    /// forked by the host (Node's own `child_process`, between fork and exec) briefly holds
+    /// copies of the host's read ends and must not be mistaken for a holder.
     fn holds(pid: i32, names: &[String]) -> bool {
         let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
         dir.flatten().any(|entry| {
-            fs::read_link(entry.path())
+            let is_ours = fs::read_link(entry.path())
                 .map(|target| names.iter().any(|n| target.as_os_str() == n.as_str()))
-                .unwrap_or(false)
+                .unwrap_or(false);
+            is_ours && writable(pid, &entry.file_name().to_string_lossy())
         })
+    }
+
+    /// Whether descriptor `fd` of `pid` was opened for writing (the `flags:` line of fdinfo,
+    /// in octal; O_WRONLY = 1, O_RDWR = 2).
+    fn writable(pid: i32, fd: &str) -> bool {
+        let Ok(info) = fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")) else { return false };
+        info.lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+            .is_some_and(|flags| flags & 0o3 != 0)
     }
 
     pub(super) fn kill_pipe_holders(inodes: &[u64]) -> usize {
@@ -83,5 +97,27 @@ mod linux {
             }
         }
         killed
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    #[test]
+    fn only_write_end_holders_are_killed() {
+        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        let inode = pipe_inode(&r).unwrap();
+        // One child holds the read end as its stdin, another the write end as its stdout.
+        let mut reader = Command::new("sleep").arg("30").stdin(Stdio::from(r)).stdout(Stdio::null()).spawn().unwrap();
+        let mut writer = Command::new("sleep").arg("30").stdout(Stdio::from(w)).spawn().unwrap();
+        assert_eq!(kill_pipe_holders(&[inode]), 1);
+        let status = writer.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
+        assert!(reader.try_wait().unwrap().is_none(), "the reader is left alone");
+        reader.kill().unwrap();
+        reader.wait().unwrap();
+        assert_eq!(kill_pipe_holders(&[inode]), 0);
     }
 }

@@ -19,8 +19,9 @@ pub const CANCEL_GRACE: Duration = Duration::from_millis(40);
 /// How long a child may take to exit after SIGKILL before it is left to a background thread.
 pub const KILL_WAIT: Duration = Duration::from_millis(500);
 
-/// When the host stops reading a pipe, it still takes up to this many bytes already in it (the
-/// pipe's capacity is at most 1 MiB), so nothing written before the end is lost.
+/// When the host stops reading a pipe, it still takes up to this many bytes already in it (a
+/// pipe holds 64 KiB by default and at most 1 MiB unprivileged), so nothing written before the
+/// end is lost.
 pub const FINAL_READ: usize = 2 * 1024 * 1024;
 
 /// Bytes read from a pipe at once.

@@ -100,10 +100,19 @@ pub struct Spawned {
 /// A pipe whose ends are close-on-exec (the child gets its copy through `dup2`, which clears
 /// the flag on the new descriptor only).
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(not(target_vendor = "apple"))]
     let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    // A larger pipe means fewer wake-ups when a child prints a lot; the default is fine too.
-    #[cfg(target_os = "linux")]
-    let _ = rustix::pipe::fcntl_setpipe_size(&r, 1 << 20);
+    // No pipe2 on macOS: a fork in another thread between these calls could copy the ends
+    // without the flag into a child until it execs (std has the same window there).
+    #[cfg(target_vendor = "apple")]
+    let (r, w) = {
+        let (r, w) = rustix::pipe::pipe()?;
+        rustix::io::fcntl_setfd(&r, rustix::io::FdFlags::CLOEXEC)?;
+        rustix::io::fcntl_setfd(&w, rustix::io::FdFlags::CLOEXEC)?;
+        (r, w)
+    };
+    // The pipes keep the default size: a larger one is not faster here and is charged to the
+    // user's pipe-buffer quota (fs.pipe-user-pages-soft), which other programs share.
     Ok((r, w))
 }
 

@@ -193,7 +193,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stopped_reader_still_takes_what_the_pipe_holds() {
-        let (r, w) = rustix::pipe::pipe().unwrap();
+        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
         rustix::io::write(&w, b"written before the end").unwrap();
         let stop = CancellationToken::new();
         stop.cancel();
