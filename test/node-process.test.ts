@@ -83,6 +83,26 @@ describe("node_process: running", () => {
     expect(JSON.parse(none.stdout)).toEqual([]);
   });
 
+  test("the script keeps its own semantics: directives, hashbang, line numbers, execArgv", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root, { timeoutMs: 10_000 });
+    const strict = await run(tool, '"use strict";\nconsole.log((function () { return this; })() === undefined)');
+    expect(strict.stdout).toBe("true\n");
+    const sloppy = await run(tool, "console.log((function () { return this; })() === undefined)");
+    expect(sloppy.stdout).toBe("false\n");
+    const hashbang = await run(tool, "#!/usr/bin/env node\n'use strict'\nconsole.log(process.argv.slice(1).join(','), this === module.exports)", ["a", "b"]);
+    expect(hashbang.stdout).toBe("a,b true\n");
+    const thrown = await run(tool, "const a = 1;\n\nthrow new Error('third line')");
+    expect(thrown.stderr).toMatch(/\.workcell-node-[0-9a-f]{16}\.cjs:3\b/);
+    const forked = await run(
+      tool,
+      "require('fs').writeFileSync('child.cjs', 'console.log(JSON.stringify([process.execArgv, process.argv.slice(2)]))');" +
+        "require('child_process').fork('./child.cjs', ['--', '-e', ''], { stdio: 'inherit' });" +
+        "console.log(JSON.stringify(process.execArgv));",
+    );
+    expect(forked.stdout).toBe('[]\n[[],["--","-e",""]]\n');
+  });
+
   test("a non-zero exit and an uncaught exception are normal results", async () => {
     const { root } = await tempWorkspace();
     const tool = createNodeProcessTool(root, { timeoutMs: 10_000 });

@@ -156,3 +156,38 @@ async fn output_caps_are_per_stream() {
     assert_eq!((out.stdout.as_str(), out.stdout_truncated), ("01234", true));
     assert_eq!((out.stderr.as_str(), out.stderr_truncated), ("short", false));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_argv_prelude_changes_nothing_else() {
+    let (_dir, ws) = workspace();
+    let mut opts = NodeOptions::new(node());
+    opts.timeout = Duration::from_secs(10);
+    let run = |source: &'static str, args: &'static [&'static str]| {
+        let ws = &ws;
+        let opts = &opts;
+        async move {
+            let out = node_process(ws, &req(source, args), opts, &Cancel::new()).await.unwrap();
+            (out.stdout, out.stderr)
+        }
+    };
+    // A directive prologue still makes the module strict.
+    let (out, _) = run("'use strict'\nconsole.log((function () { return this })() === undefined, process.argv.length)", &["a"]).await;
+    assert_eq!(out, "true 2\n");
+    let (out, _) = run("console.log((function () { return this })() === undefined)", &[]).await;
+    assert_eq!(out, "false\n");
+    // A hashbang line is accepted, and strictness below it kept.
+    let (out, _) = run("#!/usr/bin/env node\n\"use strict\";\nconsole.log(JSON.stringify(process.argv.slice(1)), (function () { return this })())", &["x"]).await;
+    assert_eq!(out, "[\"x\"] undefined\n");
+    // Line numbers in stack traces are the model's.
+    let (_, err) = run("\n\nthrow new Error('on line 3')", &[]).await;
+    assert!(err.contains(".cjs:3"), "{err}");
+    // Nothing leaks into execArgv, so fork() gives children their own exact argv.
+    let (out, _) = run(
+        "require('fs').writeFileSync('child.cjs', 'console.log(JSON.stringify([process.execArgv, process.argv.slice(2)]))');\
+         const c = require('child_process').fork('./child.cjs', ['p', '--', ''], { stdio: 'inherit' });\
+         console.log(JSON.stringify(process.execArgv));",
+        &[],
+    )
+    .await;
+    assert_eq!(out, "[]\n[[],[\"p\",\"--\",\"\"]]\n");
+}
