@@ -191,3 +191,56 @@ async fn the_argv_prelude_changes_nothing_else() {
     .await;
     assert_eq!(out, "[]\n[[],[\"p\",\"--\",\"\"]]\n");
 }
+
+/// The prelude never changes whether a source compiles, whether it is strict, or what it does,
+/// and always runs first: checked with Node's own parser over generated sources.
+#[test]
+fn the_prelude_preserves_compilation_and_strictness_of_generated_sources() {
+    use workcell_core::node::prelude::with_prelude;
+    const FRAGMENTS: &[&str] = &[
+        "'use strict'", "\"use strict\"", "'x'", "\"a\\\"b\"", "'a\\\\'", ";", "\n", "\r\n", "\u{2028}", " ", "\t",
+        "/* c */", "/* multi\nline */", "// c\n", "x", "+1", ".length", "(0)", " in o", "!x", "!=x", "`t`", "[0]",
+        "=1", "var y=1", "{", "}", "'unterminated", "\\\n", "?1:2", "instanceof Object", ",", "\u{feff}",
+    ];
+    let mut seed: u64 = 0x5eed_1234_abcd_0001;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut cases = Vec::new();
+    for _ in 0..3_000 {
+        let len = 1 + next(8);
+        let src: String = (0..len).map(|_| FRAGMENTS[next(FRAGMENTS.len())]).collect();
+        cases.push(serde_json::json!([src, with_prelude(&src)]));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("cases.json");
+    std::fs::write(&data, serde_json::to_string(&cases).unwrap()).unwrap();
+    let checker = r#"
+        const vm = require("vm");
+        const cases = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        const params = ["exports", "require", "module", "__filename", "__dirname", "process", "__probe", "o", "x"];
+        const probe = "\n;__probe.strict = (function () { return this === undefined; })();";
+        function run(src) {
+          let fn;
+          try { fn = vm.compileFunction(src + probe, params); } catch { return { compiles: false }; }
+          const proc = { argv: ["node", "script", "arg"] };
+          const p = {};
+          let threw = false;
+          try { fn({}, null, {}, "f", "d", proc, p, {}, 1); } catch { threw = true; }
+          return { compiles: true, threw, strict: p.strict, argv: proc.argv.length };
+        }
+        let bad = 0;
+        for (const [src, pre] of cases) {
+          const a = run(src), b = run(pre);
+          const same = a.compiles === b.compiles && (!a.compiles || (a.threw === b.threw && a.strict === b.strict && a.argv === 3 && b.argv === 2));
+          if (!same && bad++ < 5) console.log(JSON.stringify({ src, pre, a, b }));
+        }
+        console.log(bad === 0 ? "ok " + cases.length : "mismatches " + bad);
+    "#;
+    let out = std::process::Command::new(node()).arg("-e").arg(checker).arg("--").arg(&data).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.trim(), "ok 3000", "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -76,8 +76,8 @@ fn skip_trivia(s: &str, mut pos: usize) -> Option<(usize, bool)> {
         } else if rest.starts_with("//") {
             let end = rest.char_indices().find(|(_, c)| is_line_terminator(*c)).map_or(rest.len(), |(i, _)| i);
             pos += end;
-        } else if rest.starts_with("/*") {
-            let end = rest[2..].find("*/")? + 4;
+        } else if let Some(body) = rest.strip_prefix("/*") {
+            let end = body.find("*/")? + 4;
             newline |= rest[..end].chars().any(is_line_terminator);
             pos += end;
         } else {
