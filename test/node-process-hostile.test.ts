@@ -143,6 +143,22 @@ describe("hostile output", () => {
     expect(scriptLeftovers(root)).toEqual([]);
   });
 
+  test("`while (true) process.stdout.write(...)` with the default timeout: killed, bounded, nothing left", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root);
+    const mark = marker();
+    const { result: r, growth } = await peakRssGrowth(() =>
+      settle(tool, "const c = 'w'.repeat(65536); while (true) process.stdout.write(c);", mark),
+    );
+    expect(r.error?.code).toBe("NODE_PROCESS_TIMEOUT");
+    expect(r.error?.details).toMatchObject({ stdoutTruncated: true, timedOut: true, timeoutMs: 500 });
+    expect((r.error?.details as { stdout: string }).stdout).toBe("w".repeat(32_768));
+    expect(r.ms).toBeLessThan(500 + 1_000);
+    expect(growth).toBeLessThan(64 * 1024 * 1024);
+    await expectNoneAlive(mark);
+    expect(scriptLeftovers(root)).toEqual([]);
+  });
+
   test("invalid UTF-8 becomes U+FFFD", async () => {
     const { root } = await tempWorkspace();
     const tool = createNodeProcessTool(root, { timeoutMs: 5_000 });
