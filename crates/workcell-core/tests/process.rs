@@ -1,7 +1,5 @@
 //! The process machinery against hostile children, with both ways of observing exits.
 
-use std::ffi::OsString;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use workcell_core::process::{self, End, Finished, Head, HeadTail, OutputPipes, Reaper, RunOptions, SpawnSpec};
@@ -248,15 +246,24 @@ async fn merged_output_keeps_order_and_head_and_tail() {
 async fn a_missing_program_is_a_spawn_error() {
     let spec = SpawnSpec::new("/nonexistent/program", "/");
     let err = process::run(spec, &RunOptions::default(), &Cancel::new(), Head::new(10), Some(Head::new(10))).await.unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(libc_enoent()));
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
 }
 
-fn libc_enoent() -> i32 {
-    2
-}
+
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pre_exec_steps_run_in_the_child_and_can_refuse() {
+    // A step runs in the child before exec (umask is async-signal-safe) and not in the host.
+    // SAFETY: the step only calls umask(2), which is async-signal-safe.
+    let spec = unsafe {
+        sh("umask", &marker()).pre_exec(Box::new(|| {
+            libc::umask(0o027);
+            Ok(())
+        }))
+    };
+    let f = run_sep(spec, opts(Reaper::Auto, 5_000), &Cancel::new()).await;
+    assert_eq!(text(f.stdout), "0027\n");
+
     // A step that fails aborts the spawn with its error.
     let spec = unsafe {
         SpawnSpec::new("/bin/true", "/").pre_exec(Box::new(|| Err(std::io::Error::from_raw_os_error(13))))
@@ -280,7 +287,4 @@ async fn many_concurrent_runs_with_both_reapers_all_settle() {
         assert_eq!((end, out), (End::Exited, format!("{i}\n")));
     }
 }
-
-#[allow(dead_code)]
-fn _unused(_: &Path, _: OsString) {}
 

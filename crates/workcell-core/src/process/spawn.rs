@@ -37,8 +37,9 @@ pub struct SpawnSpec {
     pub env: Vec<(OsString, OsString)>,
     pub output: OutputPipes,
     /// Confinement steps for the child, run in order after the working directory is set and
-    /// the process group created, just before `exec`.
-    pub pre_exec: Vec<PreExec>,
+    /// the process group created, just before `exec`. Added only through the unsafe
+    /// [`SpawnSpec::pre_exec`] / [`SpawnSpec::add_pre_exec`].
+    pre_exec: Vec<PreExec>,
 }
 
 impl SpawnSpec {
@@ -82,6 +83,19 @@ impl SpawnSpec {
     pub unsafe fn pre_exec(mut self, step: PreExec) -> Self {
         self.pre_exec.push(step);
         self
+    }
+
+    /// [`SpawnSpec::pre_exec`] on a borrowed spec (for hooks such as node_process's `prepare`).
+    ///
+    /// # Safety
+    /// As for [`SpawnSpec::pre_exec`].
+    pub unsafe fn add_pre_exec(&mut self, step: PreExec) {
+        self.pre_exec.push(step);
+    }
+
+    /// How many confinement steps are registered.
+    pub fn pre_exec_len(&self) -> usize {
+        self.pre_exec.len()
     }
 }
 
