@@ -93,10 +93,13 @@ pub async fn run<S: Sink>(
     drop(eof_tx);
 
     let deadline = opts.timeout.map(|t| tokio::time::Instant::from_std(started + t));
+    // When several are ready at once: a cancellation wins (the caller has gone), then an exit
+    // that came before the deadline was noticed.
     let end = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => End::Cancelled,
         _ = child.exited() => End::Exited,
         _ = sleep_until(deadline) => End::TimedOut,
-        _ = cancel.cancelled() => End::Cancelled,
     };
     // The leader is not collected yet, so its pid still names this group: kill what is left.
     child.kill_group();
