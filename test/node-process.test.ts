@@ -368,6 +368,18 @@ describe("node_process: timeout and cancellation", () => {
 });
 
 describe("node_process: registry", () => {
+  test("createCodingTools passes the shared process timeout; the tool's own option wins", async () => {
+    const { root } = await tempWorkspace();
+    const shared = createCodingTools(root, { processes: { timeoutMs: 1_234 } }).find((t) => t.name === "node_process")!;
+    expect(shared.description).toContain("within 1234 ms");
+    const own = createCodingTools(root, { processes: { timeoutMs: 1_234 }, nodeProcess: { timeoutMs: 4_321 } }).find(
+      (t) => t.name === "node_process",
+    )!;
+    expect(own.description).toContain("within 4321 ms");
+    const err = await rejection(shared.execute({ source: "for (;;) {}" }, ctx()));
+    expect((err as ToolError).details).toMatchObject({ timeoutMs: 1_234 });
+  });
+
   test("createCodingTools includes node_process with a JSON Schema", async () => {
     const { root } = await tempWorkspace();
     const registry = new ToolRegistry(createCodingTools(root, { nodeProcess: { timeoutMs: 10_000 } }));

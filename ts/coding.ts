@@ -6,9 +6,23 @@ import type { AnyTool } from "./tool.js";
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
   nodeProcess?: NodeProcessToolOptions;
+  /**
+   * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
+   * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
+   */
+  processes?: ProcessToolDefaults;
+}
+
+/** Settings shared by the tools that start processes. */
+export interface ProcessToolDefaults {
+  /** The call's timeout in milliseconds. */
+  timeoutMs?: number;
+  /** Allow network access from the processes (the sandbox blocks it by default). */
+  network?: boolean;
 }
 
 /** All of workcell's tools for one workspace root. */
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
-  return [createReadTool(root, options.read), createNodeProcessTool(root, options.nodeProcess)];
+  const processes = { timeoutMs: options.processes?.timeoutMs };
+  return [createReadTool(root, options.read), createNodeProcessTool(root, { ...processes, ...options.nodeProcess })];
 }

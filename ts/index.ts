@@ -10,3 +10,28 @@ export { createNodeProcessTool } from "./node-process.js";
 export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
+export type { ProcessToolDefaults } from "./coding.js";
+export { ToolCallError } from "./adapters/common.js";
+export type { ToolsInput } from "./adapters/common.js";
+export {
+  toOpenAITools,
+  toOpenAIResponsesTools,
+  toAnthropicTools,
+  strictSchema,
+  fromOpenAIToolCall,
+  fromOpenAIResponsesToolCall,
+  fromAnthropicToolUse,
+  toOpenAIToolMessage,
+  toOpenAIResponsesOutput,
+  toAnthropicToolResult,
+} from "./adapters/providers.js";
+export type {
+  OpenAIToolsOptions,
+  OpenAIChatTool,
+  OpenAIResponsesTool,
+  AnthropicTool,
+  ObjectJsonSchema,
+  OpenAIChatToolCall,
+  OpenAIResponsesFunctionCall,
+  AnthropicToolUse,
+} from "./adapters/providers.js";

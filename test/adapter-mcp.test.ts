@@ -1,0 +1,207 @@
+// workcell/mcp in process: the MCP SDK's own Client talks to createMcpServer over an in-memory
+// transport. (test/cli-mcp.test.ts does the same through the `workcell mcp` command over stdio.)
+import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, test } from "vitest";
+import { TOOL_ANNOTATIONS, createMcpServer } from "workcell/mcp";
+import { ToolRegistry, createCodingTools, createReadTool, type Tool } from "../dist/index.js";
+import { tempWorkspace } from "./helpers.js";
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  while (open.length) await open.pop()!.close();
+});
+
+async function connect(server: ReturnType<typeof createMcpServer>) {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "workcell-test", version: "1.0.0" });
+  await client.connect(clientSide);
+  open.push(client, server);
+  return client;
+}
+
+function fakeTool(name: string, execute: Tool<unknown, unknown>["execute"] = async () => ({ ok: name })): Tool<unknown, unknown> {
+  return {
+    name,
+    description: `fake ${name}`,
+    parameters: { type: "object", properties: {}, additionalProperties: false },
+    validate: (input) => input,
+    execute,
+  };
+}
+
+/** A tool that runs until its AbortSignal fires, and records what it saw. */
+function slowTool() {
+  let started!: () => void;
+  let settled!: () => void;
+  const state = {
+    running: new Promise<void>((r) => (started = r)),
+    settled: new Promise<void>((r) => (settled = r)),
+    signal: undefined as AbortSignal | undefined,
+    reason: undefined as unknown,
+  };
+  const tool = fakeTool("slow", (_input, { signal }) => {
+    state.signal = signal;
+    started();
+    return new Promise((_resolve, reject) => {
+      signal.addEventListener(
+        "abort",
+        () => {
+          state.reason = signal.reason;
+          // Settle a little later, as a process tool does once it has killed its group.
+          setTimeout(() => {
+            settled();
+            reject(Object.assign(new Error("aborted"), { name: "AbortError" }));
+          }, 50);
+        },
+        { once: true },
+      );
+    });
+  });
+  return { tool, state };
+}
+
+async function workspace() {
+  const ws = await tempWorkspace();
+  await mkdir(join(ws.root, "src"));
+  await writeFile(join(ws.root, "src", "a.txt"), "alpha\n");
+  await writeFile(join(ws.parent, "secret.txt"), "TOP-SECRET-VALUE");
+  await symlink("../secret.txt", join(ws.root, "link"));
+  return ws;
+}
+
+describe("createMcpServer", () => {
+  test("initialize: the server names itself and offers tools", async () => {
+    const { root } = await workspace();
+    const client = await connect(createMcpServer(createCodingTools(root)));
+    expect(client.getServerVersion()).toMatchObject({ name: "workcell", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    expect(client.getServerCapabilities()?.tools).toBeDefined();
+    const custom = await connect(createMcpServer(createCodingTools(root), { name: "mine", version: "9.9.9" }, { instructions: "be nice" }));
+    expect(custom.getServerVersion()).toMatchObject({ name: "mine", version: "9.9.9" });
+    expect(custom.getInstructions()).toBe("be nice");
+  });
+
+  test("tools/list gives each tool's JSON Schema, description, title and annotations", async () => {
+    const { root } = await workspace();
+    const coding = createCodingTools(root);
+    const client = await connect(createMcpServer(new ToolRegistry(coding)));
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(coding.map((t) => t.name));
+    for (const t of coding) {
+      const listed = tools.find((x) => x.name === t.name)!;
+      expect(listed.inputSchema).toEqual(t.parameters);
+      expect(listed.description).toBe(t.description);
+      expect(listed.annotations).toMatchObject(TOOL_ANNOTATIONS[t.name]!);
+    }
+    const read = tools.find((t) => t.name === "read_file")!;
+    expect(read.title).toBe("Read file");
+    expect(read.annotations).toEqual({ title: "Read file", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+  });
+
+  test("annotations are derived per tool name; unknown tools get none (MCP's cautious defaults)", async () => {
+    const names = ["read_file", "list_files", "search_files", "write_file", "edit_file", "node_process", "run_command", "run_tests", "mystery"];
+    const client = await connect(createMcpServer(names.map((n) => fakeTool(n)), undefined, { annotations: { run_tests: { openWorldHint: false } } }));
+    const { tools } = await client.listTools();
+    const a = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
+    for (const n of ["read_file", "list_files", "search_files"]) expect(a[n]).toMatchObject({ readOnlyHint: true, openWorldHint: false });
+    for (const n of ["write_file", "edit_file"]) expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: false });
+    expect(a.write_file!.idempotentHint).toBe(true);
+    expect(a.edit_file!.idempotentHint).toBe(false);
+    for (const n of ["node_process", "run_command"]) expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
+    expect(a.run_tests).toMatchObject({ readOnlyHint: false, openWorldHint: false }); // the override wins
+    expect(a.mystery).toBeUndefined();
+  });
+
+  test("tools/call returns the output's JSON as text", async () => {
+    const { root } = await workspace();
+    const client = await connect(createMcpServer(createCodingTools(root)));
+    const result = await client.callTool({ name: "read_file", arguments: { path: "./src/a.txt" } });
+    expect(result.isError).toBe(false);
+    expect(result.content).toEqual([{ type: "text", text: JSON.stringify({ path: "src/a.txt", content: "alpha\n", bytes: 6 }) }]);
+  });
+
+  test("refusals are isError results with the error JSON (code and hint), never protocol errors", async () => {
+    const { root } = await workspace();
+    const client = await connect(createMcpServer(createCodingTools(root)));
+    const cases: [unknown, string, string | undefined][] = [
+      [{ path: "../secret.txt" }, "TOOL_ARGUMENTS_INVALID", "INVALID_RELATIVE_PATH"],
+      [{ path: "/etc/passwd" }, "TOOL_ARGUMENTS_INVALID", "INVALID_RELATIVE_PATH"],
+      [{ path: "link" }, "PATH_ESCAPES_WORKSPACE", undefined],
+      [{ path: "src" }, "NOT_A_REGULAR_FILE", undefined],
+      [{ path: "nope.txt" }, "FILE_NOT_FOUND", undefined],
+      [{}, "TOOL_ARGUMENTS_INVALID", "INVALID_ARGUMENTS_SHAPE"],
+      [{ path: "a", mode: "rw" }, "TOOL_ARGUMENTS_INVALID", "INVALID_ARGUMENTS_SHAPE"],
+    ];
+    for (const [args, code, message] of cases) {
+      const result = await client.callTool({ name: "read_file", arguments: args as Record<string, unknown> });
+      expect(result.isError, JSON.stringify(args)).toBe(true);
+      const content = result.content as { type: string; text: string }[];
+      expect(content).toHaveLength(1);
+      expect(content[0]!.type).toBe("text");
+      const { error } = JSON.parse(content[0]!.text);
+      expect(error.code).toBe(code);
+      if (message) expect(error.message).toBe(message);
+      expect(error.hint).toEqual(expect.any(String));
+      expect(content[0]!.text).not.toContain("TOP-SECRET-VALUE");
+    }
+  });
+
+  test("an unknown tool is the protocol error InvalidParams naming the tools there are", async () => {
+    const { root } = await workspace();
+    const client = await connect(createMcpServer(createCodingTools(root)));
+    const err = await client.callTool({ name: "rm_rf", arguments: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(McpError);
+    expect((err as McpError).code).toBe(ErrorCode.InvalidParams);
+    expect((err as McpError).message).toContain("read_file");
+  });
+
+  test("a client's cancellation reaches the tool's AbortSignal", async () => {
+    const { tool, state } = slowTool();
+    const client = await connect(createMcpServer([tool]));
+    const controller = new AbortController();
+    const call = client.callTool({ name: "slow", arguments: {} }, undefined, { signal: controller.signal });
+    await state.running;
+    expect(state.signal!.aborted).toBe(false);
+    controller.abort("the user pressed stop");
+    await expect(call).rejects.toThrow();
+    await state.settled;
+    expect(state.signal!.aborted).toBe(true);
+    // The reason the client sent in notifications/cancelled arrives with the abort.
+    expect(String(state.reason)).toContain("the user pressed stop");
+    // The server is still healthy afterwards.
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["slow"]);
+  });
+
+  test("close() aborts the running calls and resolves only once they have settled", async () => {
+    const { tool, state } = slowTool();
+    const server = createMcpServer([tool]);
+    const client = await connect(server);
+    const call = client.callTool({ name: "slow", arguments: {} }).catch((e: unknown) => e);
+    await state.running;
+    let settled = false;
+    void state.settled.then(() => (settled = true));
+    await server.close();
+    expect(state.signal!.aborted).toBe(true);
+    expect(settled).toBe(true);
+    expect(await call).toBeInstanceOf(Error);
+  });
+
+  test("calls run concurrently, each with its own signal", async () => {
+    const { root } = await workspace();
+    const a = slowTool();
+    const client = await connect(createMcpServer([a.tool, createReadTool(root)]));
+    const controller = new AbortController();
+    const slow = client.callTool({ name: "slow", arguments: {} }, undefined, { signal: controller.signal }).catch((e: unknown) => e);
+    await a.state.running;
+    const read = await client.callTool({ name: "read_file", arguments: { path: "src/a.txt" } });
+    expect(read.isError).toBe(false);
+    expect(a.state.signal!.aborted).toBe(false);
+    controller.abort();
+    expect(await slow).toBeInstanceOf(Error);
+    await a.state.settled;
+  });
+});

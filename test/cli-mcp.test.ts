@@ -1,0 +1,223 @@
+// `workcell mcp` as a real MCP client starts it: the MCP SDK's Client over StdioClientTransport
+// runs the built CLI (bin/workcell.mjs) as a child process.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterEach, describe, expect, test } from "vitest";
+import { createCodingTools } from "../dist/index.js";
+import { parseMcpArgs } from "../dist/cli.js";
+import { tempWorkspace } from "./helpers.js";
+
+const BIN = fileURLToPath(new URL("../bin/workcell.mjs", import.meta.url));
+
+/** The tools this build has (node_process and the others arrive from other branches). */
+const TOOLS = await (async () => {
+  const dir = await mkdtemp(join(tmpdir(), "workcell-test-"));
+  try {
+    return createCodingTools(dir).map((t) => t.name);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+})();
+
+/** A valid call for each tool the suite knows, against the workspace `prepare` makes. */
+const VALID_CALLS: Record<string, Record<string, unknown>> = {
+  read_file: { path: "src/a.txt" },
+  write_file: { path: "out/new.txt", content: "new\n" },
+  edit_file: { path: "src/a.txt", edits: [{ oldText: "alpha", newText: "beta" }] },
+  list_files: {},
+  search_files: { pattern: "alpha" },
+  node_process: { source: "console.log(1 + 1)" },
+  run_command: { argv: ["ls", "src"] },
+  run_tests: { runner: "node" },
+};
+
+async function prepare() {
+  const ws = await tempWorkspace();
+  await mkdir(join(ws.root, "src"));
+  await mkdir(join(ws.root, "test"));
+  await writeFile(join(ws.root, "src", "a.txt"), "alpha\n");
+  await writeFile(join(ws.root, "test", "a.test.js"), 'require("node:test")("ok", () => {});\n');
+  await writeFile(join(ws.parent, "secret.txt"), "TOP-SECRET-VALUE");
+  await symlink("../secret.txt", join(ws.root, "link"));
+  return ws;
+}
+
+const clients: Client[] = [];
+afterEach(async () => {
+  while (clients.length) await clients.pop()!.close();
+});
+
+async function start(args: string[]) {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp", ...args], stderr: "pipe" });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: "workcell-test", version: "1.0.0" });
+  await client.connect(transport);
+  clients.push(client);
+  return { client, transport, stderr: () => stderr };
+}
+
+function text(result: { content: unknown }): string {
+  const content = result.content as { type: string; text: string }[];
+  expect(content).toHaveLength(1);
+  expect(content[0]!.type).toBe("text");
+  return content[0]!.text;
+}
+
+function alive(pid: number): boolean {
+  // A zombie still has a /proc entry; it counts as gone (it runs nothing and holds nothing).
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
+
+describe("workcell mcp over stdio", () => {
+  test("lists the tools, calls each one, and refuses escapes with isError", async () => {
+    const { root } = await prepare();
+    const { client } = await start(["--root", root]);
+    expect(client.getServerVersion()?.name).toBe("workcell");
+
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(TOOLS);
+    for (const t of tools) {
+      expect(t.inputSchema.type).toBe("object");
+      expect(t.description!.length).toBeGreaterThan(40);
+    }
+    expect(tools.find((t) => t.name === "read_file")!.annotations).toMatchObject({ readOnlyHint: true });
+
+    const called: string[] = [];
+    for (const t of tools) {
+      const args = VALID_CALLS[t.name];
+      if (!args) continue; // a tool this suite does not know yet
+      const result = await client.callTool({ name: t.name, arguments: args });
+      expect(result.isError, `${t.name}: ${text(result)}`).toBe(false);
+      expect(() => JSON.parse(text(result))).not.toThrow();
+      called.push(t.name);
+    }
+    expect(called).toContain("read_file");
+    const read = await client.callTool({ name: "read_file", arguments: { path: "src/a.txt" } });
+    expect(JSON.parse(text(read)).path).toBe("src/a.txt");
+
+    for (const [args, code] of [
+      [{ path: "../secret.txt" }, "TOOL_ARGUMENTS_INVALID"],
+      [{ path: "link" }, "PATH_ESCAPES_WORKSPACE"],
+    ] as const) {
+      const refused = await client.callTool({ name: "read_file", arguments: args });
+      expect(refused.isError).toBe(true);
+      const body = text(refused);
+      expect(JSON.parse(body).error).toMatchObject({ code, hint: expect.any(String) });
+      expect(body).not.toContain("TOP-SECRET-VALUE");
+    }
+    if (TOOLS.includes("write_file")) {
+      const refused = await client.callTool({ name: "write_file", arguments: { path: "link", content: "x" } });
+      expect(refused.isError).toBe(true);
+      expect(await readFile(join(root, "..", "secret.txt"), "utf8")).toBe("TOP-SECRET-VALUE");
+    }
+  });
+
+  test("exits when the client closes the connection", async () => {
+    const { root } = await prepare();
+    const { client, transport, stderr } = await start(["--root", root]);
+    const pid = transport.pid!;
+    expect(alive(pid)).toBe(true);
+    await client.close();
+    clients.pop();
+    expect(await waitFor(() => !alive(pid))).toBe(true);
+    expect(stderr()).toContain("stopped (stdin closed)");
+  });
+
+  test("stops cleanly on SIGTERM while the client keeps the connection open", async () => {
+    const { root } = await prepare();
+    const child = spawn(process.execPath, [BIN, "mcp", "--root", root], { stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    expect(await waitFor(() => stderr.includes("serving"))).toBe(true);
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(stderr).toContain("stopped (SIGTERM)");
+    child.stdin.destroy();
+  });
+
+  test.skipIf(!TOOLS.includes("node_process"))(
+    "cancelling a long node_process kills its child (checked through /proc)",
+    async () => {
+      const { root } = await prepare();
+      // A long timeout, so that only the cancellation can end the script.
+      const { client } = await start(["--root", root, "--timeout-ms", "30000"]);
+      const controller = new AbortController();
+      const source = 'require("fs").writeFileSync("child.pid", String(process.pid)); setInterval(() => {}, 1000);';
+      const call = client.callTool({ name: "node_process", arguments: { source } }, undefined, { signal: controller.signal, timeout: 60_000 });
+      const settled = call.then(
+        () => "resolved",
+        () => "rejected",
+      );
+      const pidFile = join(root, "child.pid");
+      expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").length > 0, 10_000)).toBe(true);
+      const pid = Number(await readFile(pidFile, "utf8"));
+      // Past node_process's default 500 ms timeout the script still runs: --timeout-ms reached it.
+      let done = false;
+      void settled.then(() => (done = true));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(done).toBe(false);
+      expect(alive(pid)).toBe(true);
+      controller.abort("stop");
+      expect(await settled).toBe("rejected");
+      expect(await waitFor(() => !alive(pid))).toBe(true);
+      // The server is still serving afterwards.
+      const read = await client.callTool({ name: "read_file", arguments: { path: "src/a.txt" } });
+      expect(read.isError).toBe(false);
+    },
+  );
+});
+
+describe("workcell mcp flags", () => {
+  test("--root is required; --timeout-ms and --network become the process tools' options", () => {
+    expect(() => parseMcpArgs([])).toThrow(/--root DIR is required/);
+    expect(() => parseMcpArgs(["--root", "/tmp", "--timeout-ms", "0"])).toThrow(/--timeout-ms/);
+    expect(() => parseMcpArgs(["--root", "/tmp", "--timeout-ms", "1e3"])).toThrow(/--timeout-ms/);
+    expect(() => parseMcpArgs(["--root", "/tmp", "--bogus"])).toThrow();
+    expect(() => parseMcpArgs(["--root", "/tmp", "extra"])).toThrow(/unexpected argument/);
+    expect(parseMcpArgs(["--root", "/tmp"])).toEqual({ root: "/tmp", options: {} });
+    expect(parseMcpArgs(["--root", "rel/dir", "--network", "--timeout-ms", "2500"])).toEqual({
+      root: join(process.cwd(), "rel/dir"),
+      options: { processes: { timeoutMs: 2500, network: true } },
+    });
+  });
+
+  test("bad command lines exit non-zero with a message and the usage", async () => {
+    const { parent } = await tempWorkspace();
+    const run = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input: "" });
+    const missing = run("mcp", "--root", join(parent, "does-not-exist"));
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain("cannot open the workspace");
+    expect(missing.stdout).toBe("");
+    const noRoot = run("mcp");
+    expect(noRoot.status).toBe(2);
+    expect(noRoot.stderr).toContain("usage:");
+    expect(run("frobnicate").status).toBe(2);
+    expect(run().status).toBe(2);
+    const help = run("--help");
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("workcell mcp --root DIR");
+    const version = run("--version");
+    expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version);
+  });
+});

@@ -1,0 +1,60 @@
+// `workcell demo` (what `npm run demo` runs): a scripted session over every tool this build has,
+// a refused escape, a timeout, a cancelled run; printed readably; the workspace removed after.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, test } from "vitest";
+import { runDemo, SCRIPTED_TOOLS } from "../dist/demo.js";
+
+const BIN = fileURLToPath(new URL("../bin/workcell.mjs", import.meta.url));
+
+describe("workcell demo", () => {
+  test("runs every tool there is, refuses the escapes, times out, cancels, and cleans up", async () => {
+    const lines: string[] = [];
+    const report = await runDemo({ print: (l) => lines.push(l) });
+    const out = lines.join("\n");
+    expect(existsSync(report.workspace)).toBe(false);
+
+    // Every tool createCodingTools gave is named; each one the script knows was called with
+    // arguments its schema accepts (a refusal for shape would mean the script is out of date).
+    expect(out).toContain(`tools: ${report.tools.join(", ")}`);
+    for (const name of report.tools.filter((n) => (SCRIPTED_TOOLS as readonly string[]).includes(n))) {
+      const calls = report.calls.filter((c) => c.tool === name);
+      expect(calls.length, name).toBeGreaterThan(0);
+      expect(calls.some((c) => c.outcome === "ok"), `${name} had no successful call`).toBe(true);
+    }
+    for (const c of report.calls) {
+      if (c.code === "TOOL_ARGUMENTS_INVALID") expect(JSON.stringify(c.args)).toMatch(/\/etc\/passwd|\.\./);
+    }
+
+    // The escapes are refused and the secret next to the workspace never shows.
+    const escape = report.calls.find((c) => c.tool === "read_file" && (c.args as { path: string }).path === "notes.txt");
+    expect(escape).toMatchObject({ outcome: "error", code: "PATH_ESCAPES_WORKSPACE" });
+    expect(out).not.toContain("this-must-never-reach-the-model");
+    expect(out).toMatch(/hint: /);
+
+    // A cancelled run always; a timeout when a process tool exists.
+    expect(report.calls.some((c) => c.outcome === "cancelled")).toBe(true);
+    if (report.tools.includes("node_process")) {
+      expect(report.calls.some((c) => c.tool === "node_process" && c.code === "NODE_PROCESS_TIMEOUT")).toBe(true);
+    } else if (report.tools.includes("run_command")) {
+      expect(report.calls.some((c) => c.tool === "run_command" && c.code === "COMMAND_TIMEOUT")).toBe(true);
+    }
+
+    // Readable: a numbered step, the call, then a short result, for every call.
+    expect(out.match(/^ ?\d+\. /gm)!.length).toBe(report.calls.length);
+    expect(out.match(/^ {4}> /gm)!.length).toBe(report.calls.length);
+    expect(out.match(/^ {4}< (ok|error|cancelled)/gm)!.length).toBe(report.calls.length);
+    for (const line of lines) expect(line.length).toBeLessThan(400);
+  });
+
+  test("the command prints the session and exits 0", () => {
+    const run = spawnSync(process.execPath, [BIN, "demo"], { encoding: "utf8" });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain("workcell demo:");
+    expect(run.stdout).toContain("PATH_ESCAPES_WORKSPACE");
+    const removed = run.stdout.match(/removing (\S+)/)![1]!;
+    expect(existsSync(removed)).toBe(false);
+  });
+});
