@@ -18,6 +18,16 @@ export declare class CancelHandle {
 
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
+  /**
+   * Checks node_process's input against every limit without any effect. Throws (message:
+   * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   */
+  checkNodeProcess(execPath: string, source: string, arguments: Array<string>): void
+  /**
+   * node_process: resolves to the output or to `{ error }` (timeout, cancellation, limits);
+   * never rejects for a tool error. Throws synchronously when `options` are unusable.
+   */
+  nodeProcess(source: string, arguments: Array<string>, options: NodeProcessOptions, cancel?: CancelHandle | undefined | null): Promise<NodeProcessResult>
   /** read_file: resolves to the content or to `{ error }`; never rejects. */
   readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<ReadResult>
   /**
@@ -57,6 +67,12 @@ export interface CommandCheckResult {
 /** The default deny-list. */
 export declare function defaultDenyCommands(): Array<string>
 
+/** One environment variable for the child. */
+export interface EnvVar {
+  name: string
+  value: string
+}
+
 /** Lists that replace the defaults of the command policy. */
 export interface NativeCommandPolicy {
   denyCommands?: Array<string>
@@ -72,11 +88,41 @@ export interface NativeError {
   details?: string
 }
 
+/** The host's configuration of node_process. */
+export interface NodeProcessOptions {
+  /** The host's `process.execPath`. */
+  execPath: string
+  timeoutMs?: number
+  maxStdoutBytes?: number
+  maxStderrBytes?: number
+  /** The host's PATH (the child's only variable by default). */
+  path?: string
+  /** Further variables. */
+  env?: Array<EnvVar>
+  /** `"auto"` (default), `"pidfd"` or `"thread"`. */
+  reaper?: string
+}
+
+export interface NodeProcessResult {
+  exitCode?: number
+  signal?: string
+  stdout?: string
+  stderr?: string
+  stdoutTruncated?: boolean
+  stderrTruncated?: boolean
+  timedOut?: boolean
+  durationMs?: number
+  error?: NativeError
+}
+
 /**
  * Applies the path grammar and returns the normalized path; throws (message: the tool error's
  * JSON) with `TOOL_ARGUMENTS_INVALID` / `INVALID_RELATIVE_PATH` or `INVALID_UNICODE`.
  */
 export declare function normalizePath(path: string): string
+
+/** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
+export declare function processReaper(): string
 
 export interface ReadResult {
   path?: string

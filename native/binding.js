@@ -773,11 +773,12 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, checkCommand, checkWriteArguments, defaultDenyCommands, normalizePath } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkCommand, checkWriteArguments, defaultDenyCommands, normalizePath, processReaper } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { checkCommand }
 export { checkWriteArguments }
 export { defaultDenyCommands }
 export { normalizePath }
+export { processReaper }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -6,6 +6,7 @@
 mod convert;
 mod path;
 mod policy;
+mod process;
 mod read;
 mod workspace;
 mod write;

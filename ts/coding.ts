@@ -1,3 +1,4 @@
+import { createNodeProcessTool, type NodeProcessToolOptions } from "./node-process.js";
 import { createReadTool, type ReadToolOptions } from "./read.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
@@ -6,6 +7,7 @@ import { createWriteTool, type WriteToolOptions } from "./write.js";
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
+  nodeProcess?: NodeProcessToolOptions;
   /**
    * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
@@ -23,5 +25,10 @@ export interface ProcessToolDefaults {
 
 /** All of workcell's tools for one workspace root. */
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
-  return [createReadTool(root, options.read), createWriteTool(root, options.write)];
+  const processes = { timeoutMs: options.processes?.timeoutMs };
+  return [
+    createReadTool(root, options.read),
+    createWriteTool(root, options.write),
+    createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
+  ];
 }

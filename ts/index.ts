@@ -10,6 +10,8 @@ export { createWriteTool } from "./write.js";
 export type { WriteInput, WriteOutput, WriteToolOptions } from "./write.js";
 export { checkCommand, DEFAULT_DENY_COMMANDS } from "./policy.js";
 export type { CommandPolicy, CommandCheck, CommandAllowed, CommandRefused, CommandInvalid, CommandRefusalReason } from "./policy.js";
+export { createNodeProcessTool } from "./node-process.js";
+export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";

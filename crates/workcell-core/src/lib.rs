@@ -7,12 +7,16 @@
 //! - [`read`]: `read_file`;
 //! - [`write`]: `write_file`, with [`target_lock`] serializing writes per target;
 //! - [`cancel`]: cancellation shared with the host;
-//! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts).
+//! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
+//! - [`process`]: spawning, capturing, timing out and reaping child processes;
+//! - [`node`]: the `node_process` tool.
 
 pub mod cancel;
 pub mod error;
+pub mod node;
 pub mod path;
 pub mod policy;
+pub mod process;
 pub mod read;
 pub mod root;
 pub mod target_lock;

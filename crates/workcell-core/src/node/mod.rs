@@ -1,0 +1,326 @@
+//! `node_process`: runs model-written JavaScript with the host's own Node.js, bounded in every
+//! direction.
+//!
+//! The source goes to an exclusive `.workcell-node-<random>.cjs` in the workspace root (removed
+//! in every outcome), behind a one-statement prelude ([`prelude`]) that takes the script's own
+//! path out of `process.argv`, and runs as
+//!
+//! ```text
+//! <execPath> [node flags] ./.workcell-node-<random>.cjs <arguments...>
+//! ```
+//!
+//! with the root as working directory. Node stops parsing its own options at the script, so the
+//! arguments arrive as they are (`--`, `-e`, empty strings), and inside the child
+//! `process.argv.slice(1)` is exactly `arguments`. The process machinery of [`crate::process`]
+//! does the rest: no shell, stdin from the null device, its own process group, an environment
+//! built from nothing, output bounded per stream, a timeout and cancellation that kill the whole
+//! group. The input limits are in [`limits`].
+
+pub mod limits;
+pub mod prelude;
+
+pub use limits::{
+    check_request, command_line_units, MAX_ARGUMENTS, MAX_ARGUMENTS_BYTES, MAX_ARGUMENT_BYTES, MAX_COMMAND_LINE_UNITS,
+    MAX_SOURCE_BYTES,
+};
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
+use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
+
+use crate::cancel::Cancel;
+use crate::error::{Code, Error, Result};
+use crate::process::{self, End, Head, HeadText, Reaper, RunOptions, SpawnSpec};
+use crate::root::Workspace;
+
+/// Default timeout, counted from the spawn.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Default number of bytes kept of stdout and of stderr, each.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32_768;
+/// Largest per-stream cap a host may configure (memory stays bounded).
+pub const MAX_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+/// PATH given to the child when the host has none.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// Prefix of the temporary script's name.
+pub const SCRIPT_PREFIX: &str = ".workcell-node-";
+pub(crate) const RANDOM_HEX: usize = 16;
+
+/// What the model sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRequest {
+    pub source: String,
+    pub arguments: Vec<String>,
+}
+
+/// Edits the spawn of a node_process child before it starts: the place where confinement adds
+/// node flags (inserted at the front of `args`, before the script) and pre-exec steps.
+pub type Prepare = Arc<dyn Fn(&mut SpawnSpec, &Path) -> Result<()> + Send + Sync>;
+
+/// What the host configures.
+#[derive(Clone)]
+pub struct NodeOptions {
+    /// The host's `process.execPath`.
+    pub exec_path: PathBuf,
+    pub timeout: Duration,
+    pub max_stdout_bytes: usize,
+    pub max_stderr_bytes: usize,
+    /// The PATH the child gets ([`DEFAULT_PATH`] when `None`).
+    pub path: Option<OsString>,
+    /// Further variables, by name and value (a name given twice: the last wins; PATH may be
+    /// overridden).
+    pub env: Vec<(String, String)>,
+    /// How exits are observed.
+    pub reaper: Reaper,
+    /// Called with the spec and the canonical root just before the spawn.
+    pub prepare: Option<Prepare>,
+}
+
+impl std::fmt::Debug for NodeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeOptions")
+            .field("exec_path", &self.exec_path)
+            .field("timeout", &self.timeout)
+            .field("max_stdout_bytes", &self.max_stdout_bytes)
+            .field("max_stderr_bytes", &self.max_stderr_bytes)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("reaper", &self.reaper)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NodeOptions {
+    /// The contract's defaults for `exec_path`.
+    pub fn new(exec_path: impl Into<PathBuf>) -> Self {
+        NodeOptions {
+            exec_path: exec_path.into(),
+            timeout: DEFAULT_TIMEOUT,
+            max_stdout_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_stderr_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            path: None,
+            env: Vec::new(),
+            reaper: Reaper::Auto,
+            prepare: None,
+        }
+    }
+
+    /// Checks the host's configuration (not the model's input): a message for the host when
+    /// something is unusable.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if !self.exec_path.is_absolute() {
+            return Err(format!("execPath must be an absolute path, got {}", self.exec_path.display()));
+        }
+        if self.timeout.is_zero() {
+            return Err("timeoutMs must be a positive number of milliseconds".into());
+        }
+        for (what, cap) in [("stdout", self.max_stdout_bytes), ("stderr", self.max_stderr_bytes)] {
+            if cap > MAX_OUTPUT_CAP {
+                return Err(format!("the {what} cap must be at most {MAX_OUTPUT_CAP} bytes, got {cap}"));
+            }
+        }
+        for (name, value) in &self.env {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(format!("environment variable name {name:?} is not valid (empty, or contains = or NUL)"));
+            }
+            if value.contains('\0') {
+                return Err(format!("the value of environment variable {name} contains a NUL character"));
+            }
+        }
+        if let Some(path) = &self.path {
+            if path.as_encoded_bytes().contains(&0) {
+                return Err("PATH contains a NUL character".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a run that ended by itself returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeOutput {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    /// Always false here: a timeout is the `NODE_PROCESS_TIMEOUT` error.
+    pub timed_out: bool,
+    pub duration_ms: u64,
+}
+
+impl NodeOutput {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "exitCode": self.exit_code,
+            "signal": self.signal,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "stdoutTruncated": self.stdout_truncated,
+            "stderrTruncated": self.stderr_truncated,
+            "timedOut": self.timed_out,
+            "durationMs": self.duration_ms,
+        })
+    }
+}
+
+pub(crate) fn script_name(random: &str) -> String {
+    format!("{SCRIPT_PREFIX}{random}.cjs")
+}
+
+/// The temporary script: created exclusively beneath the root, removed when dropped.
+struct Script<'a> {
+    ws: &'a Workspace,
+    name: String,
+}
+
+impl<'a> Script<'a> {
+    fn create(ws: &'a Workspace, source: &str) -> Result<Self> {
+        use std::io::Write as _;
+        let mut attempts = 0;
+        loop {
+            let mut bytes = [0u8; RANDOM_HEX / 2];
+            getrandom::fill(&mut bytes)
+                .map_err(|e| Error::new(Code::IoError, format!("no randomness for a temporary name: {e}")).with_hint("try again"))?;
+            let name = script_name(&bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            let mut options = OpenOptions::new();
+            options
+                .write(true)
+                .create_new(true)
+                .follow(FollowSymlinks::No)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+            match ws.dir().open_with(&name, &options) {
+                Ok(mut file) => {
+                    let script = Script { ws, name };
+                    file.write_all(prelude::with_prelude(source).as_bytes()).map_err(|e| script_error(&e))?;
+                    return Ok(script);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 8 => attempts += 1,
+                Err(e) => return Err(script_error(&e)),
+            }
+        }
+    }
+}
+
+fn script_error(e: &std::io::Error) -> Error {
+    let mut err = Error::from_io(e, "the workspace root");
+    err.message = format!("could not write the temporary script into the workspace root: {}", err.message);
+    err.with_hint("node_process needs to create a file in the workspace root; check that the directory is writable and the disk not full")
+}
+
+impl Drop for Script<'_> {
+    fn drop(&mut self) {
+        if self.ws.dir().remove_file(&self.name).is_err() {
+            // The script may have replaced itself with a directory.
+            let _ = self.ws.dir().remove_dir_all(&self.name);
+        }
+    }
+}
+
+fn environment(opts: &NodeOptions) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = vec![("PATH".into(), opts.path.clone().unwrap_or_else(|| DEFAULT_PATH.into()))];
+    for (name, value) in &opts.env {
+        env.retain(|(n, _)| n.as_os_str() != name.as_str());
+        env.push((name.into(), value.into()));
+    }
+    env
+}
+
+/// Runs `req` to the end. A normal exit (any code) is `Ok`; a timeout is `NODE_PROCESS_TIMEOUT`
+/// with the partial output in its details; cancellation is the cancelled error.
+pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions, cancel: &Cancel) -> Result<NodeOutput> {
+    cancel.check()?;
+    opts.validate().map_err(|m| Error::new(Code::IoError, m).with_hint("the tool is misconfigured; report this to the user"))?;
+    check_request(req, &opts.exec_path, ws.canonical())?;
+    ws.check()?;
+    let script = Script::create(ws, &req.source)?;
+    cancel.check()?;
+
+    let mut spec = SpawnSpec::new(&opts.exec_path, ws.canonical());
+    spec.env = environment(opts);
+    spec.args = vec![format!("./{}", script.name).into()];
+    spec.args.extend(req.arguments.iter().map(OsString::from));
+    if let Some(prepare) = &opts.prepare {
+        prepare(&mut spec, ws.canonical())?;
+    }
+    let run = RunOptions { timeout: Some(opts.timeout), reaper: opts.reaper, ..RunOptions::default() };
+    let finished = process::run(spec, &run, cancel, Head::new(opts.max_stdout_bytes), Some(Head::new(opts.max_stderr_bytes)))
+        .await
+        .map_err(|e| spawn_error(&e, &opts.exec_path))?;
+    drop(script);
+
+    let stdout = finished.stdout.finish();
+    let stderr = finished.stderr.map(Head::finish).unwrap_or(HeadText { text: String::new(), truncated: false, total_bytes: 0 });
+    let status = finished.status.unwrap_or_default();
+    let mut output = NodeOutput {
+        exit_code: status.code,
+        signal: status.signal_name(),
+        stdout: stdout.text,
+        stderr: stderr.text,
+        stdout_truncated: stdout.truncated,
+        stderr_truncated: stderr.truncated,
+        timed_out: false,
+        duration_ms: finished.duration.as_millis() as u64,
+    };
+    match finished.end {
+        End::Exited => Ok(output),
+        End::Cancelled => Err(Error::cancelled()),
+        End::TimedOut => {
+            output.timed_out = true;
+            if output.signal.is_none() && output.exit_code.is_none() {
+                output.signal = Some("SIGKILL".into());
+            }
+            let ms = opts.timeout.as_millis();
+            let mut details = output.to_json();
+            details["timeoutMs"] = serde_json::json!(ms);
+            Err(Error::new(Code::NodeProcessTimeout, format!("the script did not finish within {ms} ms and was stopped"))
+                .with_hint("make the script finish sooner: no servers, timers or watchers left running, no endless loops, no waiting for input; split long work into several calls")
+                .with_details(details))
+        }
+    }
+}
+
+fn spawn_error(e: &std::io::Error, exec_path: &Path) -> Error {
+    let shown = exec_path.display().to_string();
+    match e.raw_os_error() {
+        Some(errno) => Error::io_errno(errno, &shown)
+            .with_hint("the host's Node.js executable could not be started; report this to the user"),
+        None => Error::new(Code::IoError, format!("could not start {shown}: {e}"))
+            .with_hint("the host's Node.js executable could not be started; report this to the user"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODE: &str = "/usr/bin/node";
+
+    #[test]
+    fn environment_is_path_plus_additions() {
+        let mut o = NodeOptions::new(NODE);
+        assert_eq!(environment(&o), vec![("PATH".into(), DEFAULT_PATH.into())]);
+        o.path = Some("/x".into());
+        o.env = vec![("A".into(), "1".into()), ("PATH".into(), "/y".into()), ("A".into(), "2".into())];
+        assert_eq!(environment(&o), vec![("PATH".into(), "/y".into()), ("A".into(), "2".into())]);
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let mut o = NodeOptions::new(NODE);
+        assert!(o.validate().is_ok());
+        o.env = vec![("A=B".into(), "1".into())];
+        assert!(o.validate().is_err());
+        o.env = vec![("A".into(), "1\0".into())];
+        assert!(o.validate().is_err());
+        let mut o = NodeOptions::new("node");
+        assert!(o.validate().is_err());
+        o.exec_path = NODE.into();
+        o.timeout = Duration::ZERO;
+        assert!(o.validate().is_err());
+    }
+}

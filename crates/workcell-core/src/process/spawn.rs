@@ -1,0 +1,170 @@
+//! Starting a child: explicit argv, no shell, an environment built from nothing, stdin from the
+//! null device, stdout and stderr into pipes only the host reads, and a process group of its own.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// A step run in the child between `fork` and `exec`, for confinement (Landlock, namespaces,
+/// closing inherited descriptors...). It runs in a copy of a multi-threaded process: it may only
+/// make async-signal-safe calls (raw syscalls; no allocation, no locks, no logging). An error
+/// aborts the spawn and is returned by [`spawn`].
+pub type PreExec = Box<dyn FnMut() -> io::Result<()> + Send + Sync + 'static>;
+
+/// Where stdout and stderr go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputPipes {
+    /// Two pipes, read independently (node_process).
+    Separate,
+    /// One pipe for both, so their interleaving is kept (run_command).
+    Merged,
+}
+
+/// Everything about a child that is decided before it starts.
+pub struct SpawnSpec {
+    /// The program, by path: no PATH search happens here.
+    pub program: PathBuf,
+    /// `argv[0]` as the child sees it; the program path when `None`.
+    pub arg0: Option<OsString>,
+    /// `argv[1..]`, passed as they are (no shell, no splitting, no globbing).
+    pub args: Vec<OsString>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The whole environment: nothing else is inherited.
+    pub env: Vec<(OsString, OsString)>,
+    pub output: OutputPipes,
+    /// Confinement steps for the child, run in order after the working directory is set and
+    /// the process group created, just before `exec`. Added only through the unsafe
+    /// [`SpawnSpec::pre_exec`] / [`SpawnSpec::add_pre_exec`].
+    pre_exec: Vec<PreExec>,
+}
+
+impl SpawnSpec {
+    pub fn new(program: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> Self {
+        SpawnSpec {
+            program: program.into(),
+            arg0: None,
+            args: Vec::new(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+            output: OutputPipes::Separate,
+            pre_exec: Vec::new(),
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = A>, A: Into<OsString>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, name: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn output(mut self, output: OutputPipes) -> Self {
+        self.output = output;
+        self
+    }
+
+    /// Adds a confinement step.
+    ///
+    /// # Safety
+    /// `step` runs between `fork` and `exec` in a copy of a multi-threaded process and must only
+    /// make async-signal-safe calls.
+    pub unsafe fn pre_exec(mut self, step: PreExec) -> Self {
+        self.pre_exec.push(step);
+        self
+    }
+
+    /// [`SpawnSpec::pre_exec`] on a borrowed spec (for hooks such as node_process's `prepare`).
+    ///
+    /// # Safety
+    /// As for [`SpawnSpec::pre_exec`].
+    pub unsafe fn add_pre_exec(&mut self, step: PreExec) {
+        self.pre_exec.push(step);
+    }
+
+    /// How many confinement steps are registered.
+    pub fn pre_exec_len(&self) -> usize {
+        self.pre_exec.len()
+    }
+}
+
+/// A started child whose exit has not been collected yet. The process id stays reserved (and
+/// with it the group id) until [`crate::process::reap`] collects it.
+#[derive(Debug)]
+pub struct Spawned {
+    /// The child's pid, which is also its process group id.
+    pub pid: i32,
+    /// Read end of the stdout pipe (of the merged pipe with [`OutputPipes::Merged`]).
+    pub stdout: OwnedFd,
+    /// Read end of the stderr pipe; `None` with [`OutputPipes::Merged`].
+    pub stderr: Option<OwnedFd>,
+}
+
+/// A pipe whose ends are close-on-exec (the child gets its copy through `dup2`, which clears
+/// the flag on the new descriptor only).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(not(target_vendor = "apple"))]
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    // No pipe2 on macOS: a fork in another thread between these calls could copy the ends
+    // without the flag into a child until it execs (std has the same window there).
+    #[cfg(target_vendor = "apple")]
+    let (r, w) = {
+        let (r, w) = rustix::pipe::pipe()?;
+        rustix::io::fcntl_setfd(&r, rustix::io::FdFlags::CLOEXEC)?;
+        rustix::io::fcntl_setfd(&w, rustix::io::FdFlags::CLOEXEC)?;
+        (r, w)
+    };
+    // The pipes keep the default size: a larger one is not faster here and is charged to the
+    // user's pipe-buffer quota (fs.pipe-user-pages-soft), which other programs share.
+    Ok((r, w))
+}
+
+/// Starts the child described by `spec`.
+pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
+    let SpawnSpec { program, arg0, args, cwd, env, output, pre_exec } = spec;
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = match output {
+        OutputPipes::Separate => {
+            let (r, w) = pipe()?;
+            (Some(r), w)
+        }
+        OutputPipes::Merged => (None, out_w.try_clone()?),
+    };
+    let mut cmd = Command::new(&program);
+    if let Some(arg0) = arg0 {
+        cmd.arg0(arg0);
+    }
+    cmd.args(&args)
+        .current_dir(&cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out_w))
+        .stderr(Stdio::from(err_w))
+        .process_group(0);
+    for step in pre_exec {
+        // SAFETY: the contract of `SpawnSpec::pre_exec` (async-signal-safe steps only).
+        unsafe {
+            cmd.pre_exec(step);
+        }
+    }
+    let child = cmd.spawn()?;
+    // The parent's copies of the write ends go with `cmd`: from now on only the child (and
+    // whatever it starts) can hold them, so end of file means they are all gone.
+    drop(cmd);
+    let pid = child.id() as i32;
+    // `std::process::Child` neither waits nor kills on drop: the pid is managed by the caller.
+    drop(child);
+    Ok(Spawned { pid, stdout: out_r, stderr: err_r })
+}

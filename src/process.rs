@@ -1,0 +1,153 @@
+//! node_process and the process machinery's diagnostics.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::{PromiseRaw, Utf16String};
+use napi::Env;
+use napi_derive::napi;
+use workcell_core::node::{self, NodeOptions, NodeOutput, NodeRequest};
+use workcell_core::process::Reaper;
+
+use crate::convert::{strict_string, throw, NativeError};
+use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
+
+/// Checks at load that pidfds work, so the first call does not pay for it and the reaper in use
+/// is known from the start.
+#[napi_derive::module_init]
+fn probe_process_support() {
+    workcell_core::process::pidfd_available();
+}
+
+/// How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD).
+#[napi]
+pub fn process_reaper() -> String {
+    Reaper::Auto.resolve().as_str().to_string()
+}
+
+/// One environment variable for the child.
+#[napi(object)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
+}
+
+/// The host's configuration of node_process.
+#[napi(object)]
+pub struct NodeProcessOptions {
+    /// The host's `process.execPath`.
+    pub exec_path: String,
+    pub timeout_ms: Option<u32>,
+    pub max_stdout_bytes: Option<u32>,
+    pub max_stderr_bytes: Option<u32>,
+    /// The host's PATH (the child's only variable by default).
+    pub path: Option<String>,
+    /// Further variables.
+    pub env: Option<Vec<EnvVar>>,
+    /// `"auto"` (default), `"pidfd"` or `"thread"`.
+    pub reaper: Option<String>,
+}
+
+#[napi(object)]
+pub struct NodeProcessResult {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub stdout_truncated: Option<bool>,
+    pub stderr_truncated: Option<bool>,
+    pub timed_out: Option<bool>,
+    pub duration_ms: Option<u32>,
+    pub error: Option<NativeError>,
+}
+
+impl From<workcell_core::Result<NodeOutput>> for NodeProcessResult {
+    fn from(r: workcell_core::Result<NodeOutput>) -> Self {
+        match r {
+            Ok(o) => NodeProcessResult {
+                exit_code: o.exit_code,
+                signal: o.signal,
+                stdout: Some(o.stdout),
+                stderr: Some(o.stderr),
+                stdout_truncated: Some(o.stdout_truncated),
+                stderr_truncated: Some(o.stderr_truncated),
+                timed_out: Some(o.timed_out),
+                duration_ms: Some(o.duration_ms.min(u32::MAX as u64) as u32),
+                error: None,
+            },
+            Err(e) => NodeProcessResult {
+                exit_code: None,
+                signal: None,
+                stdout: None,
+                stderr: None,
+                stdout_truncated: None,
+                stderr_truncated: None,
+                timed_out: None,
+                duration_ms: None,
+                error: Some(e.into()),
+            },
+        }
+    }
+}
+
+fn request(source: Utf16String, arguments: Vec<Utf16String>) -> workcell_core::Result<NodeRequest> {
+    let source = strict_string(source)?;
+    let arguments = arguments.into_iter().map(strict_string).collect::<workcell_core::Result<Vec<_>>>()?;
+    Ok(NodeRequest { source, arguments })
+}
+
+fn options(o: NodeProcessOptions) -> napi::Result<NodeOptions> {
+    let mut opts = NodeOptions::new(o.exec_path);
+    if let Some(ms) = o.timeout_ms {
+        opts.timeout = Duration::from_millis(ms as u64);
+    }
+    if let Some(n) = o.max_stdout_bytes {
+        opts.max_stdout_bytes = n as usize;
+    }
+    if let Some(n) = o.max_stderr_bytes {
+        opts.max_stderr_bytes = n as usize;
+    }
+    opts.path = o.path.map(Into::into);
+    opts.env = o.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
+    if let Some(r) = o.reaper {
+        opts.reaper = Reaper::parse(&r).ok_or_else(|| napi::Error::from_reason(format!("workcell: unknown reaper {r:?}")))?;
+    }
+    opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
+    Ok(opts)
+}
+
+#[napi]
+impl NativeWorkspace {
+    /// Checks node_process's input against every limit without any effect. Throws (message:
+    /// the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+    #[napi]
+    pub fn check_node_process(&self, exec_path: String, source: Utf16String, arguments: Vec<Utf16String>) -> napi::Result<()> {
+        request(source, arguments)
+            .and_then(|req| node::check_request(&req, exec_path.as_ref(), self.ws.canonical()))
+            .map_err(throw)
+    }
+
+    /// node_process: resolves to the output or to `{ error }` (timeout, cancellation, limits);
+    /// never rejects for a tool error. Throws synchronously when `options` are unusable.
+    #[napi(ts_return_type = "Promise<NodeProcessResult>")]
+    pub fn node_process<'env>(
+        &self,
+        env: &'env Env,
+        source: Utf16String,
+        arguments: Vec<Utf16String>,
+        options: NodeProcessOptions,
+        cancel: Option<&CancelHandle>,
+    ) -> napi::Result<PromiseRaw<'env, NodeProcessResult>> {
+        let opts = self::options(options)?;
+        let req = request(source, arguments);
+        let ws = Arc::clone(&self.ws);
+        let cancel = cancel_of(cancel);
+        env.spawn_future(async move {
+            let result = match req {
+                Ok(req) => node::node_process(&ws, &req, &opts, &cancel).await,
+                Err(e) => Err(e),
+            };
+            Ok(NodeProcessResult::from(result))
+        })
+    }
+}

@@ -1,0 +1,180 @@
+import { callNative, fromThrown, openWorkspace } from "./native.js";
+import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import type { Tool, ToolContext } from "./tool.js";
+
+export interface NodeProcessInput {
+  /** CommonJS source, at most 32,768 UTF-8 bytes. */
+  source: string;
+  /** What the script sees as `process.argv.slice(1)`. */
+  arguments?: string[];
+}
+
+export interface NodeProcessOutput {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  /** Always false in a result: a timeout is the `NODE_PROCESS_TIMEOUT` error. */
+  timedOut: boolean;
+  durationMs: number;
+}
+
+export interface NodeProcessToolOptions {
+  /** Time the script may run, from its spawn (default 500 ms). */
+  timeoutMs?: number;
+  /** Bytes kept of stdout and of stderr, each (default 32,768). */
+  maxOutputBytes?: number;
+  /** Bytes kept of stdout (default: `maxOutputBytes`). */
+  maxStdoutBytes?: number;
+  /** Bytes kept of stderr (default: `maxOutputBytes`). */
+  maxStderrBytes?: number;
+  /**
+   * Environment for the script besides PATH: names to copy from the host's environment at call
+   * time (absent names are skipped), or name -> value pairs. Nothing else is inherited.
+   */
+  env?: readonly string[] | Readonly<Record<string, string>>;
+  /**
+   * How child exits are observed: `"auto"` (a pidfd where the kernel has it, else a waiting
+   * thread), `"pidfd"` or `"thread"`. For tests and diagnostics; SIGCHLD is never used.
+   */
+  reaper?: "auto" | "pidfd" | "thread";
+}
+
+export const NODE_PROCESS_DEFAULTS = {
+  timeoutMs: 500,
+  maxOutputBytes: 32_768,
+} as const;
+
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+const MAX_OUTPUT_CAP = 64 * 1024 * 1024;
+
+const parameters: JsonSchema = {
+  type: "object",
+  properties: {
+    source: {
+      type: "string",
+      description: "The JavaScript to run, as a CommonJS module (use require). At most 32,768 UTF-8 bytes.",
+    },
+    arguments: {
+      type: "array",
+      items: { type: "string" },
+      description:
+        "Strings the script receives as process.argv.slice(1), exactly as given. At most 32, each at most 2,048 UTF-8 bytes, 8,192 together; no NUL characters.",
+    },
+  },
+  required: ["source"],
+  additionalProperties: false,
+};
+
+function describe(timeoutMs: number, maxStdout: number, maxStderr: number): string {
+  return [
+    "Run a short JavaScript program with the host's own Node.js and return its exit code and output.",
+    "The source runs as a CommonJS file (require, module.exports; wrap top-level await in an async function) in the workspace root, which is its working directory; process.argv.slice(1) is exactly `arguments`.",
+    `It gets an empty stdin and an environment with PATH only. It must finish within ${timeoutMs} ms: then it and everything it started is killed and the call fails with NODE_PROCESS_TIMEOUT (the partial output is in the error's details).`,
+    `Background processes it leaves are killed when it exits. Of stdout the first ${maxStdout} bytes are kept and of stderr the first ${maxStderr}; stdoutTruncated / stderrTruncated say when more was printed.`,
+    "A non-zero exit code is a normal result. Limits: source 32,768 UTF-8 bytes; at most 32 arguments of 2,048 bytes each, 8,192 together.",
+    "Returns { exitCode, signal, stdout, stderr, stdoutTruncated, stderrTruncated, timedOut, durationMs }.",
+  ].join(" ");
+}
+
+function positiveInteger(name: string, value: unknown, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new TypeError(`workcell: createNodeProcessTool option ${name} must be an integer from 1 to ${max}`);
+  }
+  return value;
+}
+
+function envSpec(env: NodeProcessToolOptions["env"]): { names: string[]; pairs: [string, string][] } {
+  const names: string[] = [];
+  const pairs: [string, string][] = [];
+  if (env === undefined) return { names, pairs };
+  const validName = (n: unknown): n is string => typeof n === "string" && n.length > 0 && !/[=\0]/.test(n);
+  if (Array.isArray(env)) {
+    for (const n of env) {
+      if (!validName(n)) throw new TypeError(`workcell: env name ${JSON.stringify(n)} is not a valid variable name`);
+      names.push(n);
+    }
+  } else if (typeof env === "object" && env !== null) {
+    for (const [n, v] of Object.entries(env)) {
+      if (!validName(n)) throw new TypeError(`workcell: env name ${JSON.stringify(n)} is not a valid variable name`);
+      if (typeof v !== "string" || v.includes("\0")) {
+        throw new TypeError(`workcell: env value of ${n} must be a string without NUL characters`);
+      }
+      pairs.push([n, v]);
+    }
+  } else {
+    throw new TypeError("workcell: env must be an array of names or an object of name -> value");
+  }
+  return { names, pairs };
+}
+
+/** Creates the `node_process` tool for one workspace root. */
+export function createNodeProcessTool(
+  root: string,
+  options: NodeProcessToolOptions = {},
+): Tool<NodeProcessInput, NodeProcessOutput> {
+  const ws = openWorkspace(root);
+  const timeoutMs = positiveInteger("timeoutMs", options.timeoutMs, MAX_TIMEOUT_MS) ?? NODE_PROCESS_DEFAULTS.timeoutMs;
+  const maxOutput =
+    positiveInteger("maxOutputBytes", options.maxOutputBytes, MAX_OUTPUT_CAP) ?? NODE_PROCESS_DEFAULTS.maxOutputBytes;
+  const maxStdout = positiveInteger("maxStdoutBytes", options.maxStdoutBytes, MAX_OUTPUT_CAP) ?? maxOutput;
+  const maxStderr = positiveInteger("maxStderrBytes", options.maxStderrBytes, MAX_OUTPUT_CAP) ?? maxOutput;
+  const env = envSpec(options.env);
+  const reaper = options.reaper ?? "auto";
+  if (!["auto", "pidfd", "thread"].includes(reaper)) {
+    throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
+  }
+
+  const nativeOptions = (): NativeNodeProcessOptions => {
+    const vars: { name: string; value: string }[] = [];
+    for (const name of env.names) {
+      const value = process.env[name];
+      if (value !== undefined && !value.includes("\0")) vars.push({ name, value });
+    }
+    for (const [name, value] of env.pairs) vars.push({ name, value });
+    return {
+      execPath: process.execPath,
+      timeoutMs,
+      maxStdoutBytes: maxStdout,
+      maxStderrBytes: maxStderr,
+      path: process.env.PATH,
+      env: vars,
+      reaper,
+    };
+  };
+
+  return {
+    name: "node_process",
+    description: describe(timeoutMs, maxStdout, maxStderr),
+    parameters,
+    validate(input: unknown): NodeProcessInput {
+      checkSchema(parameters, input);
+      const { source, arguments: args = [] } = input as NodeProcessInput;
+      try {
+        ws.checkNodeProcess(process.execPath, source, args);
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      return { source, arguments: [...args] };
+    },
+    async execute(input: NodeProcessInput, context: ToolContext): Promise<NodeProcessOutput> {
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.nodeProcess(input.source, input.arguments ?? [], nativeOptions(), cancel),
+      );
+      return {
+        exitCode: r.exitCode ?? null,
+        signal: r.signal ?? null,
+        stdout: r.stdout!,
+        stderr: r.stderr!,
+        stdoutTruncated: r.stdoutTruncated!,
+        stderrTruncated: r.stderrTruncated!,
+        timedOut: r.timedOut!,
+        durationMs: r.durationMs!,
+      };
+    },
+  };
+}
