@@ -9,7 +9,9 @@
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
-//! - [`node`]: the `node_process` tool.
+//! - [`node`]: the `node_process` tool;
+//! - [`sandbox`]: OS confinement (Landlock, PID namespaces, Node's permission model) for every
+//!   process a tool starts.
 
 pub mod cancel;
 pub mod error;
@@ -19,6 +21,7 @@ pub mod policy;
 pub mod process;
 pub mod read;
 pub mod root;
+pub mod sandbox;
 pub mod target_lock;
 pub mod write;
 
