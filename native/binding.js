@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, checkCommand, checkWriteArguments, defaultDenyCommands, normalizePath, processReaper } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkCommand, checkWriteArguments, defaultDenyCommands, normalizePath, processReaper, sandboxFeatures, sandboxGrantPath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { checkCommand }
@@ -781,4 +781,6 @@ export { checkWriteArguments }
 export { defaultDenyCommands }
 export { normalizePath }
 export { processReaper }
+export { sandboxFeatures }
+export { sandboxGrantPath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

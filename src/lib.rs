@@ -8,6 +8,7 @@ mod path;
 mod policy;
 mod process;
 mod read;
+mod sandbox;
 mod workspace;
 mod write;
 
