@@ -132,7 +132,15 @@ async fn a_setsid_grandchild_dies_with_the_call() {
     for (opts, survives) in [(off(), true), (auto(), false)] {
         let mark = format!("wc-sandbox-{}", std::process::id());
         // Leaves the group, closes the pipes: only a namespace catches it.
-        let r = run(&e, &opts, r#"WC_MARK="$1" setsid sleep 30 </dev/null >/dev/null 2>&1 & echo started"#, &[&mark]).await;
+        // The script waits until the grandchild has left the group (else the group kill could
+        // beat its setsid).
+        let r = run(
+            &e,
+            &opts,
+            r#"rm -f ready; WC_MARK="$1" setsid sh -c 'touch ready; exec sleep 30' </dev/null >/dev/null 2>&1 & while [ ! -e ready ]; do sleep 0.01; done; echo started"#,
+            &[&mark],
+        )
+        .await;
         assert_eq!(r.stdout, "started\n");
         let found = wait_for_alive(&format!("WC_MARK={mark}"), survives);
         assert_eq!(!found.is_empty(), survives, "{:?} survivors {found:?}", opts.mode);
@@ -193,13 +201,16 @@ async fn inside_the_namespace_only_the_call_is_visible() {
     }
     let e = env();
     let host = std::process::id().to_string();
-    let script = r#"echo "$$"; ls /proc | grep -c '^[0-9]'; test -e "/proc/$1" && echo HOST_VISIBLE; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; kill -0 "$1" 2>/dev/null && echo HOST_SIGNALLED; true"#;
+    let script = r#"echo "$$"; ls /proc | grep -c '^[0-9]'; test -e "/proc/$1" && echo HOST_VISIBLE; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; test -s /proc/1/cmdline && echo INIT_CMDLINE; kill -0 "$1" 2>/dev/null && echo HOST_SIGNALLED; true"#;
     let r = run(&e, &auto(), script, &[&host]).await;
     let lines: Vec<&str> = r.stdout.lines().collect();
     // sh is PID 2 (the init is 1); /proc lists the init, sh, and ls / grep.
     assert_eq!(lines[0], "2", "{}", r.stderr);
     assert!(lines[1].parse::<u32>().unwrap() <= 5, "{}", r.stdout);
-    assert!(!r.stdout.contains("HOST_VISIBLE") && !r.stdout.contains("INIT_ENVIRON") && !r.stdout.contains("HOST_SIGNALLED"), "{}", r.stdout);
+    // The init is a copy of the host: neither its environment nor its command line shows.
+    for leak in ["HOST_VISIBLE", "INIT_ENVIRON", "INIT_CMDLINE", "HOST_SIGNALLED"] {
+        assert!(!r.stdout.contains(leak), "{}", r.stdout);
+    }
     let open = run(&e, &off(), script, &[&host]).await;
     assert!(open.stdout.contains("HOST_VISIBLE") && open.stdout.contains("HOST_SIGNALLED"), "{}", open.stdout);
 }
@@ -237,3 +248,22 @@ async fn a_missing_program_is_still_a_spawn_error() {
 }
 
 
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_private_proc_only_the_childs_own_entries_are_readable() {
+    if features().landlock_abi.is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let e = env();
+    let host = std::process::id().to_string();
+    // The shell reads its own entry (a child's own entry is another /proc/<pid>).
+    let script = r#"{ read -r l; } </proc/self/status && echo OWN; cat /proc/meminfo >/dev/null && echo MEMINFO; cat "/proc/$1/environ" >/dev/null 2>&1 && echo HOST_ENVIRON; cat "/proc/$1/cmdline" >/dev/null 2>&1 && echo HOST_CMDLINE; true"#;
+    for limit in [Features { pid_namespace: false, ..features() }, Features { proc_mount: false, ..features() }] {
+        let opts = SandboxOptions { limit: Some(limit), ..auto() };
+        let r = run(&e, &opts, script, &[&host]).await;
+        assert_eq!(r.stdout, "OWN\nMEMINFO\n", "{limit:?}: {}", r.stderr);
+    }
+    let open = run(&e, &off(), script, &[&host]).await;
+    assert_eq!(open.stdout, "OWN\nMEMINFO\nHOST_ENVIRON\nHOST_CMDLINE\n");
+}

@@ -9,12 +9,14 @@
 //! - everything beneath the workspace and the host's `writePaths`;
 //! - reading and writing a few character devices (`/dev/null`...), reading the random devices;
 //! - reading `/proc`, added in the child itself (see [`add_proc_rule`]) because the `/proc` a
-//!   confined child sees is the private one mounted in its PID namespace.
+//!   confined child sees is the private one mounted in its PID namespace; where there is none,
+//!   only the child's own `/proc/<pid>` ([`add_self_rule`]) and a few system-wide files
+//!   (`/proc/meminfo`, `/proc/cpuinfo`...).
 //!
 //! Anything not allowed is refused with `EACCES` (or `EXDEV` for a rename or link that would
-//! leave the allowed hierarchy). Landlock also denies a confined process `ptrace` of, and
-//! reading the memory or environment (`/proc/<pid>/environ`) of, any process outside its domain,
-//! and any change to its mount table.
+//! leave the allowed hierarchy). Landlock also denies a confined process `ptrace` of any process
+//! outside its domain (but not reading `/proc/<pid>/environ` of a same-user process: hence the
+//! narrow `/proc` rules) and any change to its mount table.
 //!
 //! In the child, between fork and exec, only [`add_proc_rule`] and [`restrict`] run: `open`,
 //! `landlock_add_rule`, `close`, `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` on the
@@ -120,14 +122,29 @@ fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// In the child: allows reading beneath the `/proc` it sees now (the private one, once
-/// mounted).
+/// In the child: allows reading beneath the `/proc` it sees now: the private one of its PID
+/// namespace, which shows only the call's own processes.
 ///
 /// # Safety
 /// Async-signal-safe (raw system calls on the stack only); `ruleset` must be the descriptor
 /// returned by [`build`].
 pub unsafe fn add_proc_rule(ruleset: RawFd) -> Result<(), i32> {
-    let fd = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY);
+    add_read_rule(ruleset, c"/proc")
+}
+
+/// In the child, where `/proc` is the host's: allows reading this process's own
+/// `/proc/<pid>` only (what `/proc/self` names now). Other processes' entries stay out of reach:
+/// Landlock's ptrace restriction does not cover reading `/proc/<pid>/environ` or `cmdline` of
+/// a process of the same user.
+///
+/// # Safety
+/// As for [`add_proc_rule`].
+pub unsafe fn add_self_rule(ruleset: RawFd) -> Result<(), i32> {
+    add_read_rule(ruleset, c"/proc/self")
+}
+
+unsafe fn add_read_rule(ruleset: RawFd, path: &std::ffi::CStr) -> Result<(), i32> {
+    let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY);
     if fd < 0 {
         // No /proc at all: nothing to allow.
         return Ok(());

@@ -253,13 +253,14 @@ impl Confinement {
                 let _ruleset = &ruleset;
                 // SAFETY: between fork and exec; both functions are async-signal-safe.
                 unsafe {
-                    match &namespaces {
-                        Some(plan) => pidns::enter(plan, raw),
-                        None if raw >= 0 => landlock::add_proc_rule(raw),
-                        None => Ok(()),
-                    }
-                    .map_err(std::io::Error::from_raw_os_error)?;
+                    let private_proc = match &namespaces {
+                        Some(plan) => pidns::enter(plan, raw).map_err(std::io::Error::from_raw_os_error)?,
+                        None => false,
+                    };
                     if raw >= 0 {
+                        if !private_proc {
+                            landlock::add_self_rule(raw).map_err(std::io::Error::from_raw_os_error)?;
+                        }
                         landlock::restrict(raw).map_err(std::io::Error::from_raw_os_error)?;
                     }
                 }

@@ -9,7 +9,9 @@
 //!   `<prefix>/lib/node_modules`, where `npm` lives;
 //! - `/sys/fs/cgroup` and `/sys/devices/system/cpu`: Node sizes its heap from the cgroup's
 //!   memory limit and counts CPUs there;
-//! - `/proc` (added in the child: the private one of its PID namespace where there is one).
+//! - `/proc`: all of it where the child has a private one (its PID namespace's, added in the
+//!   child); otherwise only its own `/proc/<pid>` and [`PROC_FILES`], since the host's `/proc`
+//!   would show other processes' command lines and environments.
 //!
 //! Read and write: the workspace, the host's `writePaths`, and `/dev/null`, `/dev/zero`,
 //! `/dev/full`. Read only: `/dev/random`, `/dev/urandom` (git and others need random bytes).
@@ -52,6 +54,10 @@ impl Grant {
 pub const SYSTEM_DIRS: [&str; 4] = ["/usr", "/bin", "/sbin", "/etc"];
 /// What Node.js reads at start-up outside the system directories.
 pub const SYSTEM_INFO_DIRS: [&str; 2] = ["/sys/fs/cgroup", "/sys/devices/system/cpu"];
+/// System-wide `/proc` files allowed for reading where the child's `/proc` is the host's (with
+/// a private `/proc`, all of it is readable).
+pub const PROC_FILES: [&str; 8] =
+    ["/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/loadavg", "/proc/uptime", "/proc/version", "/proc/filesystems", "/proc/sys"];
 /// Character devices allowed for reading and writing.
 pub const DEVICES_READ_WRITE: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 /// Character devices allowed for reading.
@@ -70,6 +76,7 @@ pub fn system_grants() -> Vec<Grant> {
         grants.extend(libs.into_iter().map(|p| Grant::new(p, Access::ReadExecute)));
     }
     grants.extend(SYSTEM_INFO_DIRS.iter().map(|p| Grant::new(*p, Access::ReadExecute)));
+    grants.extend(PROC_FILES.iter().map(|p| Grant::new(*p, Access::ReadExecute)));
     grants.extend(DEVICES_READ_WRITE.iter().map(|p| Grant::new(*p, Access::DeviceReadWrite)));
     grants.extend(DEVICES_READ.iter().map(|p| Grant::new(*p, Access::DeviceRead)));
     grants

@@ -68,16 +68,17 @@ fn errno() -> i32 {
 }
 
 /// In the spawned child (C): enters the namespaces and returns only in G, the process that
-/// goes on to exec. C and I never return. `ruleset` is the Landlock ruleset's descriptor (or
-/// -1): I adds the rule for the private `/proc` to it.
+/// goes on to exec, telling whether its `/proc` is the namespace's own. C and I never return.
+/// `ruleset` is the Landlock ruleset's descriptor (or -1): I adds the rule for the private
+/// `/proc` to it.
 ///
 /// # Safety
 /// Async-signal-safe: to be called only between fork and exec.
-pub unsafe fn enter(plan: &NsPlan, ruleset: RawFd) -> Result<(), i32> {
+pub unsafe fn enter(plan: &NsPlan, ruleset: RawFd) -> Result<bool, i32> {
     enter_inner(plan, ruleset, false)
 }
 
-unsafe fn enter_inner(plan: &NsPlan, ruleset: RawFd, probe: bool) -> Result<(), i32> {
+unsafe fn enter_inner(plan: &NsPlan, ruleset: RawFd, probe: bool) -> Result<bool, i32> {
     // C and I never exec: the host's signal handlers (libuv's) must not run in them.
     reset_signals();
     let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
@@ -90,8 +91,12 @@ unsafe fn enter_inner(plan: &NsPlan, ruleset: RawFd, probe: bool) -> Result<(), 
     if plan.user {
         write_maps(plan)?;
     }
+    // C's and I's memory is a copy of the host's. I is visible in the namespace's /proc, where
+    // its command line (unlike its environment) can be read by anyone: blank the host's
+    // command line and environment in this copy first.
+    scrub_args_and_environment();
     // Only now: a non-dumpable process's /proc/self files belong to root, and the maps above
-    // could not be written. C's and I's memory is a copy of the host's.
+    // could not be written.
     libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
     let mut status = [-1 as libc::c_int; 2];
     if libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
@@ -113,13 +118,13 @@ unsafe fn enter_inner(plan: &NsPlan, ruleset: RawFd, probe: bool) -> Result<(), 
 }
 
 /// I: PID 1 of the namespace.
-unsafe fn init_process(plan: &NsPlan, ruleset: RawFd, status: RawFd, probe: bool) -> Result<(), i32> {
+unsafe fn init_process(plan: &NsPlan, ruleset: RawFd, status: RawFd, probe: bool) -> Result<bool, i32> {
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
     let mounted = plan.mount_proc && mount_private_proc();
     if probe {
         libc::_exit(if mounted { PROBE_WITH_PROC } else { PROBE_WITHOUT_PROC });
     }
-    if ruleset >= 0 {
+    if ruleset >= 0 && mounted {
         // An error here ends I through the spawn's own error path: the host's spawn fails.
         super::landlock::add_proc_rule(ruleset)?;
     }
@@ -129,7 +134,7 @@ unsafe fn init_process(plan: &NsPlan, ruleset: RawFd, status: RawFd, probe: bool
     }
     if main == 0 {
         libc::close(status);
-        return Ok(());
+        return Ok(mounted);
     }
     close_all_but(status);
     loop {
@@ -183,6 +188,56 @@ unsafe fn exit_like(st: libc::c_int) -> ! {
         libc::_exit(128 + sig);
     }
     libc::_exit(1)
+}
+
+/// Zeroes this process's copy of the host's command line and environment strings (the areas
+/// `/proc/<pid>/cmdline` and `environ` read), found in `/proc/self/stat`.
+unsafe fn scrub_args_and_environment() {
+    let fd = libc::open(c"/proc/self/stat".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return;
+    }
+    let mut buf = [0u8; 2048];
+    let mut len = 0usize;
+    while len < buf.len() {
+        let n = libc::read(fd, buf.as_mut_ptr().add(len).cast(), buf.len() - len);
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    libc::close(fd);
+    let Some(fields) = memory_areas(&buf[..len]) else { return };
+    let [arg_start, arg_end, env_start, env_end] = fields;
+    for (start, end) in [(arg_start, arg_end), (env_start, env_end)] {
+        if start != 0 && end > start && end - start < (1 << 30) {
+            std::ptr::write_bytes(start as *mut u8, 0, end - start);
+        }
+    }
+}
+
+/// Fields 48 to 51 of a `/proc/<pid>/stat` line: where the command line and the environment
+/// strings start and end. The command name (field 2) ends at the last ')' and may contain
+/// spaces; the tokens after it are fields 3, 4... No allocation.
+fn memory_areas(stat: &[u8]) -> Option<[usize; 4]> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let mut fields = [0usize; 4];
+    let mut found = 0;
+    for (i, token) in stat[close + 1..].split(|&b| b == b' ' || b == b'\n').filter(|t| !t.is_empty()).enumerate() {
+        let field = i + 3;
+        if (48..=51).contains(&field) {
+            let mut value = 0usize;
+            for &b in token {
+                if !b.is_ascii_digit() {
+                    return None;
+                }
+                value = value.checked_mul(10)?.checked_add((b - b'0') as usize)?;
+            }
+            fields[field - 48] = value;
+            found += 1;
+        }
+    }
+    (found == 4).then_some(fields)
 }
 
 /// Default dispositions for every signal and an empty mask.
@@ -300,7 +355,7 @@ fn probe_once(user: bool) -> Option<bool> {
     // SAFETY: the step is async-signal-safe (see `enter_inner`).
     unsafe {
         cmd.pre_exec(move || {
-            enter_inner(&plan, -1, true).map_err(io::Error::from_raw_os_error)?;
+            let _ = enter_inner(&plan, -1, true).map_err(io::Error::from_raw_os_error)?;
             // Not reached: the probe's init exits.
             libc::_exit(1)
         });
@@ -317,6 +372,21 @@ fn probe_once(user: bool) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_fields_are_found_after_the_command_name() {
+        let own = std::fs::read("/proc/self/stat").unwrap();
+        let [arg_start, arg_end, env_start, env_end] = memory_areas(&own).unwrap();
+        assert!(arg_start < arg_end && arg_end <= env_start && env_start < env_end);
+        // A command name with spaces and parentheses does not shift the fields.
+        let mut line = b"12 (a ) b) S".to_vec();
+        for n in 4..=52 {
+            line.extend_from_slice(format!(" {n}").as_bytes());
+        }
+        line.push(b'\n');
+        assert_eq!(memory_areas(&line), Some([48, 49, 50, 51]));
+        assert_eq!(memory_areas(b"12 (x) S 1 2"), None);
+    }
 
     #[test]
     fn maps_name_the_current_ids() {
