@@ -44,7 +44,7 @@ async fn run(env: &Env, opts: &SandboxOptions, script: &str, args: &[&str]) -> R
         .arg("sh")
         .args(args.iter().copied())
         .env("PATH", "/usr/local/bin:/usr/bin:/bin");
-    let report = confinement.apply(&mut spec);
+    let report = confinement.apply(&mut spec).unwrap();
     let f = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(20)), &Cancel::new(), Head::new(1 << 16), Some(Head::new(1 << 16)))
         .await
         .unwrap();
@@ -239,7 +239,7 @@ async fn a_missing_program_is_still_a_spawn_error() {
     for opts in [auto(), off()] {
         let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
         let mut spec = SpawnSpec::new("/nonexistent/program", e.ws.canonical());
-        confinement.apply(&mut spec);
+        confinement.apply(&mut spec).unwrap();
         let err = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(5)), &Cancel::new(), Head::new(10), Some(Head::new(10)))
             .await
             .unwrap_err();
@@ -266,4 +266,37 @@ async fn without_a_private_proc_only_the_childs_own_entries_are_readable() {
     }
     let open = run(&e, &off(), script, &[&host]).await;
     assert_eq!(open.stdout, "OWN\nMEMINFO\nHOST_ENVIRON\nHOST_CMDLINE\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_and_cancellation_stop_a_confined_child_promptly() {
+    let e = env();
+    for opts in [auto(), off()] {
+        // The spawn returns as soon as the program runs (nothing between it and the host holds
+        // the spawn's status pipe or the output pipes), so the timeout is counted and kills.
+        let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
+        let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg("echo started; while :; do :; done");
+        confinement.apply(&mut spec).unwrap();
+        let started = Instant::now();
+        let f = process::run(spec, &RunOptions::with_timeout(Duration::from_millis(500)), &Cancel::new(), Head::new(100), Some(Head::new(100)))
+            .await
+            .unwrap();
+        assert_eq!(f.end, process::End::TimedOut, "{:?}", opts.mode);
+        assert_eq!(f.stdout.finish().text, "started\n");
+        assert!(started.elapsed() < Duration::from_millis(1_500), "{:?}", started.elapsed());
+
+        let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
+        let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg("sleep 30");
+        confinement.apply(&mut spec).unwrap();
+        let cancel = Cancel::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            c.cancel();
+        });
+        let started = Instant::now();
+        let f = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(30)), &cancel, Head::new(100), Some(Head::new(100))).await.unwrap();
+        assert_eq!(f.end, process::End::Cancelled);
+        assert!(started.elapsed() < Duration::from_millis(1_000), "{:?}", started.elapsed());
+    }
 }

@@ -18,15 +18,17 @@
 //! outside its domain (but not reading `/proc/<pid>/environ` of a same-user process: hence the
 //! narrow `/proc` rules) and any change to its mount table.
 //!
-//! In the child, between fork and exec, only [`add_proc_rule`] and [`restrict`] run: `open`,
-//! `landlock_add_rule`, `close`, `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` on the
-//! ruleset's descriptor, with no allocation.
+//! In the child, between fork and exec, only [`add_proc_rule`] / [`add_self_rule`] and
+//! [`restrict`] run: `open`, `landlock_add_rule`, `close`, `prctl(PR_SET_NO_NEW_PRIVS)` and
+//! `landlock_restrict_self` on the ruleset's descriptor, as raw system calls, with no
+//! allocation.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use super::paths::{Access, Grant};
+use super::sys;
 
 use ::landlock::{
     Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, PathBeneath, Ruleset, RulesetAttr as _,
@@ -118,15 +120,11 @@ struct PathBeneathAttr {
     parent_fd: i32,
 }
 
-fn errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-}
-
 /// In the child: allows reading beneath the `/proc` it sees now: the private one of its PID
 /// namespace, which shows only the call's own processes.
 ///
 /// # Safety
-/// Async-signal-safe (raw system calls on the stack only); `ruleset` must be the descriptor
+/// Raw system calls on the stack only ([`super::sys`]); `ruleset` must be the descriptor
 /// returned by [`build`].
 pub unsafe fn add_proc_rule(ruleset: RawFd) -> Result<(), i32> {
     add_read_rule(ruleset, c"/proc")
@@ -144,34 +142,24 @@ pub unsafe fn add_self_rule(ruleset: RawFd) -> Result<(), i32> {
 }
 
 unsafe fn add_read_rule(ruleset: RawFd, path: &std::ffi::CStr) -> Result<(), i32> {
-    let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY);
-    if fd < 0 {
+    let Ok(fd) = sys::open(path, libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY) else {
         // No /proc at all: nothing to allow.
         return Ok(());
-    }
+    };
     let attr = PathBeneathAttr { allowed_access: PROC_ACCESS, parent_fd: fd };
-    let r = libc::syscall(libc::SYS_landlock_add_rule, ruleset, RULE_PATH_BENEATH, &attr as *const PathBeneathAttr, 0u32);
-    let e = errno();
-    libc::close(fd);
-    if r != 0 {
-        return Err(e);
-    }
-    Ok(())
+    let r = sys::landlock_add_rule(ruleset, RULE_PATH_BENEATH, &attr as *const PathBeneathAttr as *const libc::c_void);
+    sys::close(fd);
+    r
 }
 
 /// In the child: no new privileges (setuid and file capabilities stop working), then the
 /// ruleset is enforced on this process and everything it starts.
 ///
 /// # Safety
-/// Async-signal-safe; `ruleset` must be the descriptor returned by [`build`].
+/// Raw system calls only; `ruleset` must be the descriptor returned by [`build`].
 pub unsafe fn restrict(ruleset: RawFd) -> Result<(), i32> {
-    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) != 0 {
-        return Err(errno());
-    }
-    if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
-        return Err(errno());
-    }
-    Ok(())
+    sys::prctl(libc::PR_SET_NO_NEW_PRIVS, 1)?;
+    sys::landlock_restrict_self(ruleset)
 }
 
 /// The raw descriptor of a built ruleset, for the child.

@@ -28,10 +28,10 @@
 //! let program = std::path::Path::new("/usr/bin/git");
 //! // 1. Before any effect: decide, build the Landlock ruleset (refuses in "required" mode).
 //! let confinement = sandbox::prepare(opts, ws, &sandbox::paths::program_grants(program))?;
-//! // 2. Describe the child as usual, then add the confinement step (it must be the first
-//! //    pre-exec step that matters: steps added after it run in the confined process).
-//! let mut spec = SpawnSpec::new(program, ws.canonical());
-//! let report = confinement.apply(&mut spec);
+//! // 2. Describe the child completely, then apply the confinement last (with a namespace it
+//! //    execs the program itself, from what the spec says at this point).
+//! let mut spec = SpawnSpec::new(program, ws.canonical()).arg("status");
+//! let report = confinement.apply(&mut spec).map_err(|e| workcell_core::Error::from_io(&e, "git"))?;
 //! // 3. Run it with process::run as usual; put `report.to_json()` in the result as `sandbox`.
 //! # Ok(()) }
 //! ```
@@ -45,6 +45,8 @@ pub mod node_permission;
 pub mod paths;
 #[cfg(target_os = "linux")]
 pub mod pidns;
+#[cfg(target_os = "linux")]
+pub mod sys;
 pub mod probe;
 pub mod report;
 
@@ -239,41 +241,43 @@ impl Confinement {
     }
 
     /// Adds the confinement step to `spec` (nothing when there is nothing to apply) and returns
-    /// the report. Steps added to `spec` after this one run in the confined process.
-    pub fn apply(self, spec: &mut SpawnSpec) -> Report {
+    /// the report. Call it last, once the spec is complete: with a PID namespace the step runs
+    /// the program itself (in the namespace) with the program, arguments and environment the
+    /// spec has now, and pre-exec steps added after it never run.
+    pub fn apply(self, spec: &mut SpawnSpec) -> std::io::Result<Report> {
         #[cfg(target_os = "linux")]
         {
             let Confinement { report, ruleset, namespaces } = self;
             if ruleset.is_none() && namespaces.is_none() {
-                return report;
+                return Ok(report);
             }
             let raw = ruleset.as_ref().map(landlock::raw).unwrap_or(-1);
+            let exec = match &namespaces {
+                Some(_) => Some(pidns::Exec::new(&spec.program, spec.arg0.as_ref(), &spec.args, &spec.env)?),
+                None => None,
+            };
             let step: crate::process::PreExec = Box::new(move || {
                 // The descriptor stays open (in the parent) until the spawn is over.
                 let _ruleset = &ruleset;
-                // SAFETY: between fork and exec; both functions are async-signal-safe.
+                // SAFETY: between fork and exec (see `pidns` and `landlock`).
                 unsafe {
-                    let private_proc = match &namespaces {
-                        Some(plan) => pidns::enter(plan, raw).map_err(std::io::Error::from_raw_os_error)?,
-                        None => false,
-                    };
-                    if raw >= 0 {
-                        if !private_proc {
-                            landlock::add_self_rule(raw).map_err(std::io::Error::from_raw_os_error)?;
-                        }
-                        landlock::restrict(raw).map_err(std::io::Error::from_raw_os_error)?;
+                    if let (Some(plan), Some(exec)) = (&namespaces, &exec) {
+                        // Runs the program in the namespace; returns only with an error.
+                        return Err(pidns::run(plan, raw, exec));
                     }
+                    landlock::add_self_rule(raw).map_err(std::io::Error::from_raw_os_error)?;
+                    landlock::restrict(raw).map_err(std::io::Error::from_raw_os_error)?;
                 }
                 Ok(())
             });
             // SAFETY: the step only makes async-signal-safe calls (see `pidns`, `landlock`).
             unsafe { spec.add_pre_exec(step) };
-            report
+            Ok(report)
         }
         #[cfg(not(target_os = "linux"))]
         {
             let _ = spec;
-            self.report
+            Ok(self.report)
         }
     }
 }

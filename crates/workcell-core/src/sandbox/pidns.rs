@@ -1,41 +1,47 @@
-//! Containment: every process a call starts lives in a PID namespace of its own, whose init
-//! exits with the call's main process, so the kernel kills whatever is left (`setsid`,
-//! double-forks and nested namespaces included) before the call returns.
+//! Containment: every process a call starts lives in a PID namespace of its own, whose init is
+//! killed as soon as the call's main process ends, so the kernel kills whatever is left
+//! (`setsid`, double forks and nested namespaces included) before the call returns.
 //!
-//! `unshare(CLONE_NEWPID)` only places the caller's *next child* in the new namespace, so the
-//! spawned child does not exec at once. Three processes come out of one spawn:
+//! `unshare(CLONE_NEWPID)` only places the caller's *children* in the new namespace, and the
+//! first one becomes its init, so the spawned child does not exec itself. Three processes come
+//! out of one spawn:
 //!
 //! ```text
 //! host ── C  (spawned; leads the call's process group; in the host's PID namespace)
-//!         └─ I  (PID 1 of the new namespace: the init)
-//!            └─ G  (PID 2: execs the program)
+//!         ├─ I  (PID 1 of the new namespace: the init; reaps orphans)
+//!         └─ G  (PID 2: execs the program)
 //! ```
 //!
-//! - C unshares a user namespace (when one is used), a PID namespace and a mount namespace,
-//!   maps its own user and group id to themselves, makes itself non-dumpable (so nothing it
-//!   forks can be traced or have its memory read), forks I, closes every descriptor but a
-//!   status pipe from I, waits for I and exits the way G did: same code, or the same signal.
-//!   The host waits on C as on any child.
-//! - I makes the mount tree a slave of the host's (nothing propagates back), mounts a private
-//!   `/proc` that shows only the namespace's processes, allows reading it in the Landlock
-//!   ruleset, forks G, closes everything (the output pipes and the spawn's status pipe
-//!   included), reaps whatever is reparented to it, and when G ends writes G's wait status to
-//!   C and exits. The kernel then kills every other process in the namespace, and waits for
-//!   them, before I is gone.
-//! - G returns to the spawn machinery, which applies the remaining steps (Landlock) and execs.
-//!   Being PID 2, not 1, it gets signals as any process does (`process.kill(process.pid,
-//!   "SIGTERM")` kills it).
+//! - C (a fork of the host made by the spawn machinery) unshares a user namespace (when one is
+//!   used), a PID namespace and a mount namespace, maps its own user and group id to
+//!   themselves, blanks its copy of the host's command line and environment, and makes itself
+//!   non-dumpable (nothing can trace it or read its memory, which is a copy of the host's).
+//!   It then starts I and G with `clone(CLONE_VM)`: they share C's memory instead of copying
+//!   it (a copy of a large host costs milliseconds per process). C waits (`CLONE_VFORK`) until
+//!   G has exec'd, closes every descriptor it holds (the spawn's status pipe: the host's spawn
+//!   returns), waits for G, kills I, waits for I (by then the kernel has killed and collected
+//!   every other process of the namespace), and exits the way G did: the same code, or the same
+//!   signal. The host waits on C as on any child.
+//! - I dies with C (`PR_SET_PDEATHSIG`) and otherwise collects whatever is reparented to it.
+//! - G mounts a private `/proc` (only the namespace's processes; mount events flow from the
+//!   host to the namespace, never back), applies Landlock and execs the program itself, with
+//!   the argv and environment prepared in the parent. Being PID 2, not 1, it gets signals as
+//!   any process does (`process.kill(process.pid, "SIGTERM")` kills it).
 //!
 //! The host's SIGKILL to the process group (timeout, cancellation) reaches C, I and G; I's
-//! death takes the namespace with it. I also dies with C (`PR_SET_PDEATHSIG`).
+//! death takes the namespace with it.
 //!
-//! Everything that runs in C, I and G before exec is a raw system call on stack data: the id
-//! maps are formatted in the parent, forks are `clone(SIGCHLD)` system calls (glibc's `fork`
-//! would run `atfork` handlers in this copy of a multi-threaded process), and nothing
-//! allocates.
+//! What runs in C before exec is async-signal-safe C library calls and system calls on data
+//! prepared in the parent; I and G, which share C's memory and thread-local storage and run
+//! at the same time as C, only make raw system calls ([`super::sys`]) and never allocate.
 
+use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::Path;
+
+use super::sys;
 
 /// The steps a confined child takes, prepared (and allocated) in the parent.
 #[derive(Clone, Debug)]
@@ -59,118 +65,204 @@ impl NsPlan {
     }
 }
 
-/// Exit codes of the probe's init.
+/// What G execs, prepared in the parent: NUL-terminated strings and pointer arrays into them.
+pub struct Exec {
+    _strings: Vec<CString>,
+    program: *const libc::c_char,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the pointers point into `_strings`, owned by the same value and never changed.
+unsafe impl Send for Exec {}
+unsafe impl Sync for Exec {}
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exec").field("argc", &(self.argv.len() - 1)).finish_non_exhaustive()
+    }
+}
+
+impl Exec {
+    /// `program` with `argv[0]` = `arg0` (or the program), `args`, and exactly `env`.
+    pub fn new(program: &Path, arg0: Option<&OsString>, args: &[OsString], env: &[(OsString, OsString)]) -> io::Result<Self> {
+        let c = |b: &[u8]| CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "nul byte found in provided data"));
+        let mut strings = Vec::with_capacity(args.len() + env.len() + 2);
+        strings.push(c(program.as_os_str().as_bytes())?);
+        strings.push(c(arg0.map_or(program.as_os_str(), |a| a.as_os_str()).as_bytes())?);
+        for a in args {
+            strings.push(c(a.as_bytes())?);
+        }
+        let argc = strings.len() - 1;
+        for (k, v) in env {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            strings.push(c(&kv)?);
+        }
+        let program = strings[0].as_ptr();
+        let mut argv: Vec<*const libc::c_char> = strings[1..=argc].iter().map(|s| s.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut envp: Vec<*const libc::c_char> = strings[argc + 1..].iter().map(|s| s.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        Ok(Exec { _strings: strings, program, argv, envp })
+    }
+}
+
+/// Exit codes of the probe's G.
 const PROBE_WITH_PROC: i32 = 70;
 const PROBE_WITHOUT_PROC: i32 = 71;
+/// Stack of I and of G (with a guard page below).
+const STACK: usize = 128 * 1024;
 
 fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// In the spawned child (C): enters the namespaces and returns only in G, the process that
-/// goes on to exec, telling whether its `/proc` is the namespace's own. C and I never return.
-/// `ruleset` is the Landlock ruleset's descriptor (or -1): I adds the rule for the private
-/// `/proc` to it.
-///
-/// # Safety
-/// Async-signal-safe: to be called only between fork and exec.
-pub unsafe fn enter(plan: &NsPlan, ruleset: RawFd) -> Result<bool, i32> {
-    enter_inner(plan, ruleset, false)
+/// What G needs and reports; lives on C's stack, which G shares.
+struct GArgs<'a> {
+    plan: &'a NsPlan,
+    ruleset: RawFd,
+    exec: Option<&'a Exec>,
+    /// Set by G when it fails before exec.
+    errno: i32,
 }
 
-unsafe fn enter_inner(plan: &NsPlan, ruleset: RawFd, probe: bool) -> Result<bool, i32> {
-    // C and I never exec: the host's signal handlers (libuv's) must not run in them.
+/// In the spawned child (C): enters the namespaces, runs the program in them as G and never
+/// returns, except with the error that kept G from running (which the spawn then reports).
+/// `ruleset` is the Landlock ruleset's descriptor, or -1.
+///
+/// # Safety
+/// Only between fork and exec, in a single-threaded copy of the parent.
+pub unsafe fn run(plan: &NsPlan, ruleset: RawFd, exec: &Exec) -> io::Error {
+    io::Error::from_raw_os_error(enter(plan, ruleset, Some(exec)))
+}
+
+/// C's part; returns an errno only when nothing was started (or G failed before exec).
+unsafe fn enter(plan: &NsPlan, ruleset: RawFd, exec: Option<&Exec>) -> i32 {
+    // C never execs: the host's signal handlers (libuv's) must not run in it.
     reset_signals();
-    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+    let mut flags = libc::CLONE_NEWPID;
+    if plan.mount_proc {
+        flags |= libc::CLONE_NEWNS;
+    }
     if plan.user {
         flags |= libc::CLONE_NEWUSER;
     }
     if libc::unshare(flags) != 0 {
-        return Err(errno());
+        return errno();
     }
     if plan.user {
-        write_maps(plan)?;
+        if let Err(e) = write_maps(plan) {
+            return e;
+        }
     }
-    // C's and I's memory is a copy of the host's. I is visible in the namespace's /proc, where
-    // its command line (unlike its environment) can be read by anyone: blank the host's
-    // command line and environment in this copy first.
+    // C's memory is a copy of the host's and I shares it; I is visible in the namespace's
+    // /proc, where a command line (unlike an environment) can be read by anyone.
     scrub_args_and_environment();
     // Only now: a non-dumpable process's /proc/self files belong to root, and the maps above
-    // could not be written.
+    // could not have been written.
     libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
-    let mut status = [-1 as libc::c_int; 2];
-    if libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-        return Err(errno());
-    }
-    let init = raw_fork();
+
+    let Some(init_stack) = stack() else { return errno() };
+    let Some(main_stack) = stack() else { return errno() };
+    let init = libc::clone(init_main, init_stack, libc::CLONE_VM | libc::SIGCHLD, std::ptr::null_mut());
     if init < 0 {
-        let e = errno();
-        libc::close(status[0]);
-        libc::close(status[1]);
-        return Err(e);
+        return errno();
     }
-    if init == 0 {
-        libc::close(status[0]);
-        return init_process(plan, ruleset, status[1], probe);
+    let mut args = GArgs { plan, ruleset, exec, errno: 0 };
+    // Returns once G has exec'd or exited.
+    let main = libc::clone(main_entry, main_stack, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, (&mut args as *mut GArgs).cast());
+    if main < 0 || args.errno != 0 {
+        let e = if main < 0 { errno() } else { args.errno };
+        if main > 0 {
+            wait(main);
+        }
+        libc::kill(init, libc::SIGKILL);
+        wait(init);
+        return e;
     }
-    libc::close(status[1]);
-    mirror(init, status[0])
+    // Above all the spawn's close-on-exec status pipe: the host's spawn returns once every
+    // copy of it is closed.
+    sys::close_from(0);
+    let status = wait(main);
+    libc::kill(init, libc::SIGKILL);
+    // The init's exit kills the rest of the namespace and waits for it.
+    wait(init);
+    exit_like(status)
 }
 
-/// I: PID 1 of the namespace.
-unsafe fn init_process(plan: &NsPlan, ruleset: RawFd, status: RawFd, probe: bool) -> Result<bool, i32> {
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
-    let mounted = plan.mount_proc && mount_private_proc();
-    if probe {
-        libc::_exit(if mounted { PROBE_WITH_PROC } else { PROBE_WITHOUT_PROC });
-    }
-    if ruleset >= 0 && mounted {
-        // An error here ends I through the spawn's own error path: the host's spawn fails.
-        super::landlock::add_proc_rule(ruleset)?;
-    }
-    let main = raw_fork();
-    if main < 0 {
-        return Err(errno());
-    }
-    if main == 0 {
-        libc::close(status);
-        return Ok(mounted);
-    }
-    close_all_but(status);
+/// Waits for child `pid`; its wait status.
+unsafe fn wait(pid: libc::pid_t) -> libc::c_int {
+    let mut status: libc::c_int = 0;
     loop {
-        let mut st: libc::c_int = 0;
-        let pid = libc::waitpid(-1, &mut st, libc::__WALL);
-        if pid == main {
-            let bytes = st.to_ne_bytes();
-            libc::write(status, bytes.as_ptr().cast(), bytes.len());
-            libc::_exit(0);
-        }
-        if pid < 0 && errno() != libc::EINTR {
-            libc::_exit(1);
-        }
-    }
-}
-
-/// C: waits for I, then ends as G ended.
-unsafe fn mirror(init: libc::pid_t, status: RawFd) -> ! {
-    // Above all the spawn's close-on-exec status pipe: the host's spawn returns when every
-    // copy of it is closed, which must be when G execs.
-    close_all_but(status);
-    let mut own: libc::c_int = 0;
-    loop {
-        let r = libc::waitpid(init, &mut own, 0);
-        if r == init {
-            break;
+        let r = libc::waitpid(pid, &mut status, libc::__WALL);
+        if r == pid {
+            return status;
         }
         if r < 0 && errno() != libc::EINTR {
-            libc::_exit(1);
+            return 0;
         }
     }
-    let mut bytes = [0u8; 4];
-    let n = libc::read(status, bytes.as_mut_ptr().cast(), bytes.len());
-    // Without G's status (I was killed, or failed before G), end as I did.
-    let st = if n == 4 { libc::c_int::from_ne_bytes(bytes) } else { own };
-    exit_like(st)
+}
+
+/// A stack for a `CLONE_VM` child: its top (stacks grow down), with a guard page below.
+unsafe fn stack() -> Option<*mut libc::c_void> {
+    let page = 4096;
+    let base = libc::mmap(
+        std::ptr::null_mut(),
+        STACK + page,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+        -1,
+        0,
+    );
+    if base == libc::MAP_FAILED {
+        return None;
+    }
+    libc::mprotect(base, page, libc::PROT_NONE);
+    Some(base.cast::<u8>().add(STACK + page).cast())
+}
+
+/// I: PID 1 of the namespace. Raw system calls only (it runs beside C, in C's memory).
+extern "C" fn init_main(_: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: raw system calls on stack data.
+    unsafe {
+        // Its copies of C's descriptors (the output pipes, the spawn's status pipe) would keep
+        // the host waiting.
+        sys::close_from(0);
+        let _ = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as usize);
+        // SIGCHLD is blocked and waited for: a pending child exit wakes the loop.
+        let chld = sys::sigset(&[libc::SIGCHLD]);
+        sys::sigprocmask(libc::SIG_BLOCK, chld);
+        loop {
+            while let Ok(Some(_)) = sys::wait4(-1, libc::WNOHANG | libc::__WALL) {}
+            sys::sigwait(chld);
+        }
+    }
+}
+
+/// G: mounts the private /proc, applies Landlock, execs. Raw system calls only.
+extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the GArgs on C's stack; C is suspended (CLONE_VFORK) until this
+    // process execs or exits.
+    unsafe {
+        let args = &mut *arg.cast::<GArgs>();
+        let mounted = args.plan.mount_proc && mount_private_proc();
+        let Some(exec) = args.exec else {
+            // The probe: report how far it got.
+            sys::exit(if mounted { PROBE_WITH_PROC } else { PROBE_WITHOUT_PROC });
+        };
+        if args.ruleset >= 0 {
+            let rule = if mounted { super::landlock::add_proc_rule(args.ruleset) } else { super::landlock::add_self_rule(args.ruleset) };
+            if let Err(e) = rule.and_then(|()| super::landlock::restrict(args.ruleset)) {
+                args.errno = e;
+                sys::exit(127);
+            }
+        }
+        args.errno = sys::execve(exec.program, exec.argv.as_ptr(), exec.envp.as_ptr());
+        sys::exit(127)
+    }
 }
 
 /// Exits with wait status `st`: the same code, or death by the same signal (without a core
@@ -188,6 +280,55 @@ unsafe fn exit_like(st: libc::c_int) -> ! {
         libc::_exit(128 + sig);
     }
     libc::_exit(1)
+}
+
+/// Default dispositions for every signal and an empty mask.
+unsafe fn reset_signals() {
+    let mut action: libc::sigaction = std::mem::zeroed();
+    action.sa_sigaction = libc::SIG_DFL;
+    libc::sigemptyset(&mut action.sa_mask);
+    for sig in 1..65 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // The C library refuses its own reserved signals: ignored.
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+}
+
+unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return Err(errno());
+    }
+    // The id map files take one write.
+    let n = libc::write(fd, data.as_ptr().cast(), data.len());
+    let e = errno();
+    libc::close(fd);
+    if n != data.len() as isize {
+        return Err(if n < 0 { e } else { libc::EIO });
+    }
+    Ok(())
+}
+
+unsafe fn write_maps(plan: &NsPlan) -> Result<(), i32> {
+    // Required before an unprivileged gid map; absent before Linux 3.19.
+    match write_file(c"/proc/self/setgroups", b"deny") {
+        Ok(()) | Err(libc::ENOENT) => {}
+        Err(e) => return Err(e),
+    }
+    write_file(c"/proc/self/uid_map", &plan.uid_map)?;
+    write_file(c"/proc/self/gid_map", &plan.gid_map)
+}
+
+/// Makes mount events one-way (host to namespace), then mounts a `/proc` for this PID
+/// namespace over the inherited one. False when either step fails (the inherited `/proc`
+/// stays). Raw system calls.
+unsafe fn mount_private_proc() -> bool {
+    sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE).is_ok()
+        && sys::mount(Some(c"proc"), c"/proc", Some(c"proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC).is_ok()
 }
 
 /// Zeroes this process's copy of the host's command line and environment strings (the areas
@@ -240,91 +381,6 @@ fn memory_areas(stat: &[u8]) -> Option<[usize; 4]> {
     (found == 4).then_some(fields)
 }
 
-/// Default dispositions for every signal and an empty mask.
-unsafe fn reset_signals() {
-    let mut action: libc::sigaction = std::mem::zeroed();
-    action.sa_sigaction = libc::SIG_DFL;
-    libc::sigemptyset(&mut action.sa_mask);
-    for sig in 1..65 {
-        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-            // The C library refuses its own reserved signals: ignored.
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
-    let mut set: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut set);
-    libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-}
-
-unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {
-    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-    if fd < 0 {
-        return Err(errno());
-    }
-    // The id map files take one write.
-    let n = libc::write(fd, data.as_ptr().cast(), data.len());
-    let e = errno();
-    libc::close(fd);
-    if n != data.len() as isize {
-        return Err(if n < 0 { e } else { libc::EIO });
-    }
-    Ok(())
-}
-
-unsafe fn write_maps(plan: &NsPlan) -> Result<(), i32> {
-    // Required before an unprivileged gid map; absent before Linux 3.19.
-    match write_file(c"/proc/self/setgroups", b"deny") {
-        Ok(()) | Err(libc::ENOENT) => {}
-        Err(e) => return Err(e),
-    }
-    write_file(c"/proc/self/uid_map", &plan.uid_map)?;
-    write_file(c"/proc/self/gid_map", &plan.gid_map)
-}
-
-/// Makes mount events one-way (host to namespace), then mounts a `/proc` for this PID
-/// namespace over the inherited one. False when either step fails (the inherited `/proc`
-/// stays).
-unsafe fn mount_private_proc() -> bool {
-    let none: *const libc::c_char = std::ptr::null();
-    if libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_SLAVE, std::ptr::null()) != 0 {
-        return false;
-    }
-    libc::mount(
-        c"proc".as_ptr(),
-        c"/proc".as_ptr(),
-        c"proc".as_ptr(),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        std::ptr::null(),
-    ) == 0
-}
-
-/// `fork` as a bare `clone(SIGCHLD)` system call: no `atfork` handlers, no locks.
-unsafe fn raw_fork() -> libc::pid_t {
-    libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) as libc::pid_t
-}
-
-/// Closes every descriptor except `keep`.
-unsafe fn close_all_but(keep: RawFd) {
-    if keep > 0 {
-        close_range(0, keep as u32 - 1);
-    }
-    close_range(keep as u32 + 1, u32::MAX);
-}
-
-unsafe fn close_range(first: u32, last: u32) {
-    if libc::syscall(libc::SYS_close_range, first, last, 0u32) == 0 {
-        return;
-    }
-    // Before Linux 5.9: one by one, up to the descriptor limit (at most 65,536).
-    let mut limit: libc::rlimit = std::mem::zeroed();
-    let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(65_536) as u32 } else { 1_024 };
-    let mut fd = first;
-    while fd <= last && fd < top {
-        libc::close(fd as libc::c_int);
-        fd += 1;
-    }
-}
-
 /// What the namespace probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NsSupport {
@@ -334,11 +390,13 @@ pub struct NsSupport {
 }
 
 /// Tries the namespace steps in a throwaway child: with a user namespace first, then without
-/// (which needs `CAP_SYS_ADMIN`).
+/// (which needs `CAP_SYS_ADMIN`). Only on the architectures [`super::sys`] supports.
 pub fn probe() -> NsSupport {
-    for user in [true, false] {
-        if let Some(proc_mount) = probe_once(user) {
-            return NsSupport { pid: true, user, proc_mount };
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        for user in [true, false] {
+            if let Some(proc_mount) = probe_once(user) {
+                return NsSupport { pid: true, user, proc_mount };
+            }
         }
     }
     NsSupport { pid: false, user: false, proc_mount: false }
@@ -348,17 +406,13 @@ fn probe_once(user: bool) -> Option<bool> {
     use std::os::unix::process::CommandExt as _;
     use std::process::{Command, Stdio};
     let plan = NsPlan::new(user, true);
-    // The child never execs: its init reports how far it got through its exit code, and C
-    // exits the same way.
+    // The child never execs: its G reports how far it got through its exit code, and C exits
+    // the same way.
     let mut cmd = Command::new("/");
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    // SAFETY: the step is async-signal-safe (see `enter_inner`).
+    // SAFETY: the step is async-signal-safe (see `enter`).
     unsafe {
-        cmd.pre_exec(move || {
-            let _ = enter_inner(&plan, -1, true).map_err(io::Error::from_raw_os_error)?;
-            // Not reached: the probe's init exits.
-            libc::_exit(1)
-        });
+        cmd.pre_exec(move || Err(io::Error::from_raw_os_error(enter(&plan, -1, None))));
     }
     let mut child = cmd.spawn().ok()?;
     let status = child.wait().ok()?;
@@ -393,5 +447,19 @@ mod tests {
         let plan = NsPlan::new(true, false);
         let uid = unsafe { libc::geteuid() };
         assert_eq!(plan.uid_map, format!("{uid} {uid} 1\n").into_bytes());
+    }
+
+    #[test]
+    fn exec_arrays_are_null_terminated() {
+        let e = Exec::new(Path::new("/bin/x"), None, &["a".into(), "".into()], &[("K".into(), "v=w".into())]).unwrap();
+        assert_eq!(e.argv.len(), 4);
+        assert!(e.argv[3].is_null() && e.envp[1].is_null());
+        // SAFETY: pointers into e's strings.
+        unsafe {
+            assert_eq!(std::ffi::CStr::from_ptr(e.argv[0]).to_bytes(), b"/bin/x");
+            assert_eq!(std::ffi::CStr::from_ptr(e.argv[2]).to_bytes(), b"");
+            assert_eq!(std::ffi::CStr::from_ptr(e.envp[0]).to_bytes(), b"K=v=w");
+        }
+        assert!(Exec::new(Path::new("/bin/x"), None, &["a\0b".into()], &[]).is_err());
     }
 }
