@@ -44,7 +44,7 @@ async fn run(env: &Env, opts: &SandboxOptions, script: &str, args: &[&str]) -> R
         .arg("sh")
         .args(args.iter().copied())
         .env("PATH", "/usr/local/bin:/usr/bin:/bin");
-    let report = confinement.apply(&mut spec).unwrap();
+    let report = confinement.apply(&mut spec);
     let f = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(20)), &Cancel::new(), Head::new(1 << 16), Some(Head::new(1 << 16)))
         .await
         .unwrap();
@@ -239,7 +239,7 @@ async fn a_missing_program_is_still_a_spawn_error() {
     for opts in [auto(), off()] {
         let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
         let mut spec = SpawnSpec::new("/nonexistent/program", e.ws.canonical());
-        confinement.apply(&mut spec).unwrap();
+        confinement.apply(&mut spec);
         let err = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(5)), &Cancel::new(), Head::new(10), Some(Head::new(10)))
             .await
             .unwrap_err();
@@ -276,7 +276,7 @@ async fn timeout_and_cancellation_stop_a_confined_child_promptly() {
         // the spawn's status pipe or the output pipes), so the timeout is counted and kills.
         let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
         let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg("echo started; while :; do :; done");
-        confinement.apply(&mut spec).unwrap();
+        confinement.apply(&mut spec);
         let started = Instant::now();
         let f = process::run(spec, &RunOptions::with_timeout(Duration::from_millis(500)), &Cancel::new(), Head::new(100), Some(Head::new(100)))
             .await
@@ -287,7 +287,7 @@ async fn timeout_and_cancellation_stop_a_confined_child_promptly() {
 
         let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
         let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg("sleep 30");
-        confinement.apply(&mut spec).unwrap();
+        confinement.apply(&mut spec);
         let cancel = Cancel::new();
         let c = cancel.clone();
         tokio::spawn(async move {

@@ -268,8 +268,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     if let Some(prepare) = &opts.prepare {
         prepare(&mut spec, ws.canonical())?;
     }
-    // Last: with a namespace, the confinement execs what the spec says now.
-    let mut report = confinement.apply(&mut spec).map_err(|e| spawn_error(&e, &opts.exec_path))?;
+    let mut report = confinement.apply(&mut spec);
     report.node_permission = node_permission;
     let run = RunOptions { timeout: Some(opts.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let finished = process::run(spec, &run, cancel, Head::new(opts.max_stdout_bytes), Some(Head::new(opts.max_stderr_bytes)))

@@ -33,5 +33,5 @@ pub use cmdline::{quote_windows_arg, windows_command_line_units};
 pub use kill::kill_pipe_holders;
 pub use limits::RunOptions;
 pub use reap::{pidfd_available, ExitInfo, Reaper};
-pub use spawn::{OutputPipes, PreExec, SpawnSpec};
+pub use spawn::{LaunchIo, Launcher, OutputPipes, PreExec, SpawnSpec};
 pub use supervise::{run, End, Finished};

@@ -1,11 +1,11 @@
 //! Starting a child: explicit argv, no shell, an environment built from nothing, stdin from the
 //! null device, stdout and stderr into pipes only the host reads, and a process group of its own.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// A step run in the child between `fork` and `exec`, for confinement (Landlock, namespaces,
@@ -13,6 +13,31 @@ use std::process::{Command, Stdio};
 /// make async-signal-safe calls (raw syscalls; no allocation, no locks, no logging). An error
 /// aborts the spawn and is returned by [`spawn`].
 pub type PreExec = Box<dyn FnMut() -> io::Result<()> + Send + Sync + 'static>;
+
+/// What a [`Launcher`] gets: the child as described by its [`SpawnSpec`], and the descriptors
+/// to give it as stdin, stdout and stderr.
+pub struct LaunchIo<'a> {
+    pub program: &'a Path,
+    /// `argv[0]`; the program path when `None`.
+    pub arg0: Option<&'a OsStr>,
+    pub args: &'a [OsString],
+    pub cwd: &'a Path,
+    /// The whole environment.
+    pub env: &'a [(OsString, OsString)],
+    /// The null device, opened for reading.
+    pub stdin: BorrowedFd<'a>,
+    pub stdout: BorrowedFd<'a>,
+    pub stderr: BorrowedFd<'a>,
+}
+
+/// Starts a child in place of `std::process::Command`: the sandbox's clone-based spawn, which
+/// confines the child without copying the host's memory.
+pub trait Launcher: Send + Sync {
+    /// Starts the child: stdio as given, the working directory, exactly the environment, in a
+    /// new process group it leads. Returns its pid once it runs the program (an error if it
+    /// could not: nothing is left running then). The child is the caller's to collect.
+    fn launch(&self, io: &LaunchIo<'_>) -> io::Result<i32>;
+}
 
 /// Where stdout and stderr go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +65,8 @@ pub struct SpawnSpec {
     /// the process group created, just before `exec`. Added only through the unsafe
     /// [`SpawnSpec::pre_exec`] / [`SpawnSpec::add_pre_exec`].
     pre_exec: Vec<PreExec>,
+    /// Starts the child instead of `std::process::Command` (set by the sandbox).
+    launcher: Option<Box<dyn Launcher>>,
 }
 
 impl SpawnSpec {
@@ -52,6 +79,7 @@ impl SpawnSpec {
             env: Vec::new(),
             output: OutputPipes::Separate,
             pre_exec: Vec::new(),
+            launcher: None,
         }
     }
 
@@ -93,6 +121,20 @@ impl SpawnSpec {
         self.pre_exec.push(step);
     }
 
+    /// Starts the child with `launcher` instead of `std::process::Command`. A spec with a
+    /// launcher cannot also have pre-exec steps (the spawn refuses it).
+    ///
+    /// # Safety
+    /// The launcher must start the child as [`Launcher::launch`] says.
+    pub unsafe fn set_launcher(&mut self, launcher: Box<dyn Launcher>) {
+        self.launcher = Some(launcher);
+    }
+
+    /// Whether a launcher is set.
+    pub fn has_launcher(&self) -> bool {
+        self.launcher.is_some()
+    }
+
     /// How many confinement steps are registered.
     pub fn pre_exec_len(&self) -> usize {
         self.pre_exec.len()
@@ -132,7 +174,7 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Starts the child described by `spec`.
 pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
-    let SpawnSpec { program, arg0, args, cwd, env, output, pre_exec } = spec;
+    let SpawnSpec { program, arg0, args, cwd, env, output, pre_exec, launcher } = spec;
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = match output {
         OutputPipes::Separate => {
@@ -141,6 +183,26 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
         }
         OutputPipes::Merged => (None, out_w.try_clone()?),
     };
+    if let Some(launcher) = launcher {
+        if !pre_exec.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a spec with a launcher cannot have pre-exec steps"));
+        }
+        let stdin = std::fs::File::open("/dev/null")?;
+        let io = LaunchIo {
+            program: &program,
+            arg0: arg0.as_deref(),
+            args: &args,
+            cwd: &cwd,
+            env: &env,
+            stdin: stdin.as_fd(),
+            stdout: out_w.as_fd(),
+            stderr: err_w.as_fd(),
+        };
+        let pid = launcher.launch(&io)?;
+        // The parent's copies of the write ends close here, as with Command below.
+        drop((out_w, err_w));
+        return Ok(Spawned { pid, stdout: out_r, stderr: err_r });
+    }
     let mut cmd = Command::new(&program);
     if let Some(arg0) = arg0 {
         cmd.arg0(arg0);

@@ -28,24 +28,27 @@
 //! let program = std::path::Path::new("/usr/bin/git");
 //! // 1. Before any effect: decide, build the Landlock ruleset (refuses in "required" mode).
 //! let confinement = sandbox::prepare(opts, ws, &sandbox::paths::program_grants(program))?;
-//! // 2. Describe the child completely, then apply the confinement last (with a namespace it
-//! //    execs the program itself, from what the spec says at this point).
+//! // 2. Describe the child as usual (no pre-exec steps), then apply the confinement: it sets the
+//! //    spec's launcher, the sandbox's clone-based spawn.
 //! let mut spec = SpawnSpec::new(program, ws.canonical()).arg("status");
-//! let report = confinement.apply(&mut spec).map_err(|e| workcell_core::Error::from_io(&e, "git"))?;
+//! let report = confinement.apply(&mut spec);
 //! // 3. Run it with process::run as usual; put `report.to_json()` in the result as `sandbox`.
 //! # Ok(()) }
 //! ```
 //!
-//! Everything the child runs between fork and exec is raw, async-signal-safe system calls on
-//! data prepared here in the parent.
+//! The child is started by [`launch`], a clone-based spawn that shares the host's memory instead
+//! of copying it; everything it runs before exec is raw system calls on data prepared here in
+//! the parent.
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod landlock;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod launch;
 pub mod node_permission;
 pub mod paths;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod pidns;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod sys;
 pub mod probe;
 pub mod report;
@@ -132,9 +135,9 @@ impl SandboxOptions {
 #[derive(Debug)]
 pub struct Confinement {
     report: Report,
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     ruleset: Option<std::os::fd::OwnedFd>,
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     namespaces: Option<pidns::NsPlan>,
 }
 
@@ -205,7 +208,7 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
     build(opts, ws, extra, &features, report)
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
     use std::os::fd::AsFd as _;
     if opts.mode == Mode::Off {
@@ -225,11 +228,11 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         }
         None => None,
     };
-    let namespaces = features.pid_namespace.then(|| pidns::NsPlan::new(features.user_namespace, features.proc_mount));
+    let namespaces = (features.pid_namespace && features.user_namespace).then(|| pidns::NsPlan::new(features.proc_mount));
     Ok(Confinement { report, ruleset, namespaces })
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 fn build(_opts: &SandboxOptions, _ws: &Workspace, _extra: &[Grant], _features: &Features, report: Report) -> Result<Confinement> {
     Ok(Confinement { report })
 }
@@ -240,44 +243,23 @@ impl Confinement {
         self.report
     }
 
-    /// Adds the confinement step to `spec` (nothing when there is nothing to apply) and returns
-    /// the report. Call it last, once the spec is complete: with a PID namespace the step runs
-    /// the program itself (in the namespace) with the program, arguments and environment the
-    /// spec has now, and pre-exec steps added after it never run.
-    pub fn apply(self, spec: &mut SpawnSpec) -> std::io::Result<Report> {
-        #[cfg(target_os = "linux")]
+    /// Sets the spec's launcher (nothing when there is nothing to apply) and returns the
+    /// report. The child is then started by the sandbox's clone-based spawn
+    /// ([`launch`]): the spec must have no pre-exec steps (the spawn refuses them).
+    pub fn apply(self, spec: &mut SpawnSpec) -> Report {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             let Confinement { report, ruleset, namespaces } = self;
-            if ruleset.is_none() && namespaces.is_none() {
-                return Ok(report);
+            if ruleset.is_some() || namespaces.is_some() {
+                // SAFETY: the launcher starts the child as `Launcher::launch` says.
+                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces))) };
             }
-            let raw = ruleset.as_ref().map(landlock::raw).unwrap_or(-1);
-            let exec = match &namespaces {
-                Some(_) => Some(pidns::Exec::new(&spec.program, spec.arg0.as_ref(), &spec.args, &spec.env)?),
-                None => None,
-            };
-            let step: crate::process::PreExec = Box::new(move || {
-                // The descriptor stays open (in the parent) until the spawn is over.
-                let _ruleset = &ruleset;
-                // SAFETY: between fork and exec (see `pidns` and `landlock`).
-                unsafe {
-                    if let (Some(plan), Some(exec)) = (&namespaces, &exec) {
-                        // Runs the program in the namespace; returns only with an error.
-                        return Err(pidns::run(plan, raw, exec));
-                    }
-                    landlock::add_self_rule(raw).map_err(std::io::Error::from_raw_os_error)?;
-                    landlock::restrict(raw).map_err(std::io::Error::from_raw_os_error)?;
-                }
-                Ok(())
-            });
-            // SAFETY: the step only makes async-signal-safe calls (see `pidns`, `landlock`).
-            unsafe { spec.add_pre_exec(step) };
-            Ok(report)
+            report
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
         {
             let _ = spec;
-            Ok(self.report)
+            self.report
         }
     }
 }

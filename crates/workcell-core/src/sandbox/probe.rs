@@ -3,10 +3,10 @@
 //! - Landlock: the ABI version the kernel reports (`landlock_create_ruleset` with the version
 //!   flag; no fork needed).
 //! - Namespaces: a throwaway child runs the very steps a confined spawn runs (unshare a user,
-//!   PID and mount namespace, write its id maps, fork the namespace's init, mount a private
-//!   `/proc` there) and reports through its exit status how far it got. With no user namespace
-//!   allowed, a host with `CAP_SYS_ADMIN` can still make a PID namespace without one; that is
-//!   tried second.
+//!   PID and mount namespace, write its id maps, start the namespace's init, mount a private
+//!   `/proc`, enter a nested user namespace) and reports through its exit status how far it got.
+//!   The PID namespace is only used with a user namespace: that is what keeps the program from
+//!   the init, which shares the host's memory.
 //!
 //! [`Features::limited`] lets a host or a test simulate a kernel with fewer features (never
 //! more than were found): that is how "no Landlock here" is tested on a kernel that has it.
@@ -20,8 +20,7 @@ pub struct Features {
     pub landlock_abi: Option<u32>,
     /// A new PID namespace can be created for a child.
     pub pid_namespace: bool,
-    /// ... inside a new user namespace (always used when it works; without it the PID namespace
-    /// needs `CAP_SYS_ADMIN`).
+    /// ... inside new user namespaces (the PID namespace is only used with them).
     pub user_namespace: bool,
     /// A private `/proc` can be mounted in that namespace (it shows only the call's processes).
     pub proc_mount: bool,
@@ -54,17 +53,12 @@ impl Features {
 }
 
 fn probe() -> Features {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let ns = super::pidns::probe();
-        Features {
-            landlock_abi: super::landlock::kernel_abi(),
-            pid_namespace: ns.pid,
-            user_namespace: ns.user,
-            proc_mount: ns.proc_mount,
-        }
+        Features { landlock_abi: super::landlock::kernel_abi(), pid_namespace: ns.pid, user_namespace: ns.pid, proc_mount: ns.proc_mount }
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
     {
         Features::NONE
     }

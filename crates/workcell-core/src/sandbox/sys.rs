@@ -1,10 +1,10 @@
 //! Raw system calls for the processes that share memory between fork and exec.
 //!
-//! The namespace's init and the process that execs the program are `clone(CLONE_VM)` children
-//! of the spawned child: they share its memory, its thread-local storage included, and run at
-//! the same time as it. A C library wrapper would write `errno` there (a race with the others),
-//! so they only make system calls through [`syscall6`], which returns `-errno` and touches no
-//! memory. Linux on x86_64 and aarch64 (elsewhere the namespace layer is not offered).
+//! The confined child and the processes it starts share the host's memory (`clone(CLONE_VM)`),
+//! its thread-local storage included, and run at the same time as the host's threads. A C
+//! library wrapper would write `errno` there, so they only make system calls through
+//! [`syscall6`], which returns `-errno` and touches no memory. Linux on x86_64 and aarch64
+//! (elsewhere the sandbox's kernel layers are not offered).
 
 use std::ffi::CStr;
 
@@ -68,6 +68,76 @@ pub unsafe fn open(path: &CStr, flags: libc::c_int) -> Result<libc::c_int, i32> 
     check(syscall6(libc::SYS_openat, libc::AT_FDCWD as isize as usize, path.as_ptr() as usize, flags as usize, 0, 0, 0)).map(|fd| fd as libc::c_int)
 }
 
+pub unsafe fn read(fd: libc::c_int, buf: &mut [u8]) -> Result<usize, i32> {
+    check(syscall6(libc::SYS_read, fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0))
+}
+
+pub unsafe fn write(fd: libc::c_int, buf: &[u8]) -> Result<usize, i32> {
+    check(syscall6(libc::SYS_write, fd as usize, buf.as_ptr() as usize, buf.len(), 0, 0, 0))
+}
+
+/// Writes `data` to the file at `path` in one write (as /proc's id map files require).
+pub unsafe fn write_file(path: &CStr, data: &[u8]) -> Result<(), i32> {
+    let fd = open(path, libc::O_WRONLY | libc::O_CLOEXEC)?;
+    let r = write(fd, data);
+    close(fd);
+    match r? {
+        n if n == data.len() => Ok(()),
+        _ => Err(libc::EIO),
+    }
+}
+
+/// `dup2` (as `dup3`, which every architecture has); a descriptor already in place keeps its
+/// number and loses close-on-exec.
+pub unsafe fn dup_to(fd: libc::c_int, to: libc::c_int) -> Result<(), i32> {
+    if fd == to {
+        return check(syscall6(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, 0, 0, 0, 0)).map(drop);
+    }
+    check(syscall6(libc::SYS_dup3, fd as usize, to as usize, 0, 0, 0, 0)).map(drop)
+}
+
+pub unsafe fn chdir(path: &CStr) -> Result<(), i32> {
+    check(syscall6(libc::SYS_chdir, path.as_ptr() as usize, 0, 0, 0, 0, 0)).map(drop)
+}
+
+pub unsafe fn setpgid_self() -> Result<(), i32> {
+    check(syscall6(libc::SYS_setpgid, 0, 0, 0, 0, 0, 0)).map(drop)
+}
+
+pub unsafe fn getpid() -> libc::pid_t {
+    syscall6(libc::SYS_getpid, 0, 0, 0, 0, 0, 0) as libc::pid_t
+}
+
+pub unsafe fn getppid() -> libc::pid_t {
+    syscall6(libc::SYS_getppid, 0, 0, 0, 0, 0, 0) as libc::pid_t
+}
+
+pub unsafe fn unshare(flags: libc::c_int) -> Result<(), i32> {
+    check(syscall6(libc::SYS_unshare, flags as usize, 0, 0, 0, 0, 0)).map(drop)
+}
+
+pub unsafe fn kill(pid: libc::pid_t, sig: libc::c_int) {
+    syscall6(libc::SYS_kill, pid as isize as usize, sig as usize, 0, 0, 0, 0);
+}
+
+/// Sets a resource limit of this process (soft and hard).
+pub unsafe fn set_rlimit(resource: libc::c_int, value: u64) {
+    let limit = [value, value];
+    syscall6(libc::SYS_prlimit64, 0, resource as usize, limit.as_ptr() as usize, 0, 0, 0);
+}
+
+/// Every signal to its default disposition (the kernel's `struct sigaction`, all zero, is
+/// `SIG_DFL` with no flags and an empty mask on x86_64 and aarch64), and an empty mask.
+pub unsafe fn reset_signals() {
+    let default = [0u64; 4];
+    for sig in 1..=64usize {
+        if sig != libc::SIGKILL as usize && sig != libc::SIGSTOP as usize {
+            syscall6(libc::SYS_rt_sigaction, sig, default.as_ptr() as usize, 0, 8, 0, 0);
+        }
+    }
+    sigprocmask(libc::SIG_SETMASK, 0);
+}
+
 pub unsafe fn close(fd: libc::c_int) {
     syscall6(libc::SYS_close, fd as usize, 0, 0, 0, 0, 0);
 }
@@ -91,9 +161,9 @@ pub unsafe fn prctl(option: libc::c_int, arg: usize) -> Result<(), i32> {
     check(syscall6(libc::SYS_prctl, option as usize, arg, 0, 0, 0, 0)).map(drop)
 }
 
-pub unsafe fn mount(source: Option<&CStr>, target: &CStr, fstype: Option<&CStr>, flags: libc::c_ulong) -> Result<(), i32> {
+pub unsafe fn mount(source: Option<&CStr>, target: &CStr, fstype: Option<&CStr>, flags: libc::c_ulong, data: Option<&CStr>) -> Result<(), i32> {
     let p = |s: Option<&CStr>| s.map_or(0, |s| s.as_ptr() as usize);
-    check(syscall6(libc::SYS_mount, p(source), target.as_ptr() as usize, p(fstype), flags as usize, 0, 0)).map(drop)
+    check(syscall6(libc::SYS_mount, p(source), target.as_ptr() as usize, p(fstype), flags as usize, p(data), 0)).map(drop)
 }
 
 /// `wait4`: the pid and wait status, `Ok(None)` with `WNOHANG` and nothing to collect.
