@@ -58,7 +58,8 @@ for (let i = 0; i < 1024; i++) writeSync(1, chunk);
 export default async function (h) {
   const { dir, cleanup } = await h.tempDir();
   try {
-    const tool = createNodeProcessTool(dir, { timeoutMs: 120_000 });
+    // The process machinery alone: the sandbox's own cost is measured in bench/sandbox.mjs.
+    const tool = createNodeProcessTool(dir, { timeoutMs: 120_000, sandbox: "off" });
     const file = join(dir, "empty.cjs");
     await writeFile(file, "");
 

@@ -12,7 +12,7 @@ import * as lib from "../dist/index.js";
 import { ToolError, createCodingTools, createNodeProcessTool, executeToolCall, sandboxSupport, ToolRegistry } from "../dist/index.js";
 import { ATTACKS, LEGIT, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
-import { scriptLeftovers } from "./process-helpers.js";
+import { aliveWith, marker, scriptLeftovers } from "./process-helpers.js";
 
 const features = sandboxSupport();
 const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true };
@@ -210,4 +210,33 @@ describe("sandbox modes and options", () => {
     expect(err.code).toBe("NODE_PROCESS_TIMEOUT");
     expect((err.details as { sandbox: unknown }).sandbox).toEqual({ ...FULL, landlockAbi: features.landlockAbi });
   });
+});
+
+describe("a host that dies", () => {
+  test("takes the confined processes with it (and without the sandbox, a group's process outlives it)", async () => {
+    const { root } = await tempWorkspace();
+    const dist = new URL("../dist/index.js", import.meta.url).href;
+    for (const [sandbox, survives] of [["off", true], ["auto", false]] as const) {
+      const mark = marker();
+      // The host starts a long call whose script writes a file when it runs, then exits
+      // abruptly without waiting for it.
+      const host = `
+        const { createNodeProcessTool } = await import(${JSON.stringify(dist)});
+        const tool = createNodeProcessTool(${JSON.stringify(root)}, { timeoutMs: 60_000, sandbox: ${JSON.stringify(sandbox)} });
+        tool.execute({ source: "require('fs').writeFileSync('running-' + process.argv[1], ''); setInterval(() => {}, 1000)", arguments: [${JSON.stringify(mark)}] }, { signal: new AbortController().signal });
+        const { existsSync } = await import("node:fs");
+        while (!existsSync(${JSON.stringify(root)} + "/running-" + ${JSON.stringify(mark)})) await new Promise((r) => setTimeout(r, 10));
+        process.exit(0);`;
+      const r = spawnSync(process.execPath, ["--input-type=module", "-e", host], { encoding: "utf8", timeout: 30_000 });
+      expect(r.status, r.stderr).toBe(0);
+      const until = Date.now() + 1_000;
+      let alive = aliveWith(mark);
+      while (alive.length > 0 && !survives && Date.now() < until) {
+        await new Promise((res) => setTimeout(res, 20));
+        alive = aliveWith(mark);
+      }
+      expect(alive.length > 0, `sandbox ${sandbox}: ${alive}`).toBe(survives);
+      for (const pid of alive) process.kill(pid, "SIGKILL");
+    }
+  }, 60_000);
 });

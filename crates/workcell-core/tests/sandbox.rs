@@ -300,3 +300,44 @@ async fn timeout_and_cancellation_stop_a_confined_child_promptly() {
         assert!(started.elapsed() < Duration::from_millis(1_000), "{:?}", started.elapsed());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_is_reported_as_its_signal_and_dumps_no_host_memory() {
+    // With core dumps allowed for the host, the processes above the program (which share the
+    // host's memory) must still not dump one into the workspace, their working directory.
+    let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: setrlimit on this process with a valid struct.
+    if unsafe { libc::setrlimit(libc::RLIMIT_CORE, &unlimited) } != 0 {
+        eprintln!("skipped: core dumps cannot be enabled here");
+        return;
+    }
+    let e = env();
+    let r = run(&e, &auto(), "ulimit -c 0; kill -SEGV $$", &[]).await;
+    assert_eq!((r.code, r.signal), (None, Some(libc::SIGSEGV)));
+    let left: Vec<_> = std::fs::read_dir(e.ws.canonical()).unwrap().flatten().map(|d| d.file_name()).collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The program itself keeps the host's limit (with and without a namespace).
+    for opts in [auto(), SandboxOptions { limit: Some(Features { pid_namespace: false, ..features() }), ..auto() }] {
+        let r = run(&e, &opts, "ulimit -c; ulimit -H -c", &[]).await;
+        assert_eq!(r.stdout, "unlimited\nunlimited\n", "{:?}", opts.limit);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_with_pre_exec_steps_is_not_launched_confined() {
+    let e = env();
+    let confinement = sandbox::prepare(&auto(), &e.ws, &[]).unwrap();
+    if !confinement.report().processes.eq(&Processes::Namespace) && confinement.report().landlock_abi.is_none() {
+        eprintln!("skipped: nothing to confine with here");
+        return;
+    }
+    let mut spec = SpawnSpec::new("/bin/true", e.ws.canonical());
+    // SAFETY: a step that does nothing.
+    unsafe { spec.add_pre_exec(Box::new(|| Ok(()))) };
+    confinement.apply(&mut spec);
+    let err = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(5)), &Cancel::new(), Head::new(10), Some(Head::new(10)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+}
+

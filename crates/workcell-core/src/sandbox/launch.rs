@@ -209,6 +209,11 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
         };
         // No handler of the host may run here; then the signals blocked by the host come back.
         sys::reset_signals();
+        // This process and the init share the host's memory: never a core dump (a soft limit
+        // of 1 also stops core_pattern pipes). The program gets the host's limit back before
+        // exec (the hard limit is left alone: raising it again would need a privilege).
+        let core = sys::get_rlimit(libc::RLIMIT_CORE as libc::c_int);
+        sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, [1.min(core[1]), core[1]]);
         for (fd, to) in a.stdio.iter().zip(0..) {
             if let Err(e) = sys::dup_to(*fd, to) {
                 fail(e);
@@ -225,6 +230,7 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
                 }
             }
             let Some(exec) = a.exec else { fail(libc::EINVAL) };
+            sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, core);
             fail(exec.exec());
         };
         // Dies with the host (its parent thread is one of the host's runtime threads).
@@ -241,6 +247,7 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             exec: a.exec,
             status: a.status,
             main_stack: a.main_stack,
+            core_limit: core,
             main_status: 0,
             main_done: false,
         };
@@ -264,15 +271,14 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// Exits with wait status `st`: the same code, or death by the same signal, without a core
-/// dump (this process's memory is the host's: a core limit of 1 also stops core_pattern pipes).
+/// dump (this process's memory is the host's).
 unsafe fn exit_like(st: libc::c_int) -> ! {
     if libc::WIFEXITED(st) {
         sys::exit(libc::WEXITSTATUS(st));
     }
     if libc::WIFSIGNALED(st) {
         let sig = libc::WTERMSIG(st);
-        sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, 1);
-        // Dispositions are the defaults and the mask is empty (reset_signals).
+        // The core limit is 1 (see c_main). Dispositions are the defaults and the mask is empty (reset_signals).
         sys::kill(sys::getpid(), sig);
         sys::exit(128 + sig);
     }

@@ -90,6 +90,8 @@ pub struct IArgs<'a> {
     /// The write end of the host's status pipe: I reports G's failure to start there.
     pub status: RawFd,
     pub main_stack: *mut libc::c_void,
+    /// The host's core dump limit, for the program.
+    pub core_limit: [u64; 2],
     /// G's wait status, once I has collected it.
     pub main_status: libc::c_int,
     pub main_done: bool,
@@ -101,6 +103,7 @@ pub struct GArgs<'a> {
     pub plan: &'a NsPlan,
     pub ruleset: RawFd,
     pub exec: Option<&'a super::launch::Exec>,
+    pub core_limit: [u64; 2],
     /// Set by G when it fails before exec.
     pub errno: i32,
 }
@@ -113,7 +116,7 @@ pub extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let a = &mut *arg.cast::<IArgs>();
         let _ = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as usize);
-        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, errno: 0 };
+        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, core_limit: a.core_limit, errno: 0 };
         // Returns once G has exec'd or exited.
         let main = libc::clone(main_entry, a.main_stack, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, (&mut g as *mut GArgs).cast());
         let failed = if main < 0 { libc::EAGAIN } else { std::ptr::read_volatile(&g.errno) };
@@ -160,6 +163,7 @@ pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
                 sys::exit(127);
             }
         }
+        sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, args.core_limit);
         args.errno = exec.exec();
         sys::exit(127)
     }

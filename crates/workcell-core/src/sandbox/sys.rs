@@ -120,9 +120,15 @@ pub unsafe fn kill(pid: libc::pid_t, sig: libc::c_int) {
     syscall6(libc::SYS_kill, pid as isize as usize, sig as usize, 0, 0, 0, 0);
 }
 
-/// Sets a resource limit of this process (soft and hard).
-pub unsafe fn set_rlimit(resource: libc::c_int, value: u64) {
-    let limit = [value, value];
+/// A resource limit of this process: `[soft, hard]`.
+pub unsafe fn get_rlimit(resource: libc::c_int) -> [u64; 2] {
+    let mut old = [0u64; 2];
+    syscall6(libc::SYS_prlimit64, 0, resource as usize, 0, old.as_mut_ptr() as usize, 0, 0);
+    old
+}
+
+/// Sets a resource limit of this process: `[soft, hard]`.
+pub unsafe fn set_rlimit(resource: libc::c_int, limit: [u64; 2]) {
     syscall6(libc::SYS_prlimit64, 0, resource as usize, limit.as_ptr() as usize, 0, 0, 0);
 }
 
