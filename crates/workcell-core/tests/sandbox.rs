@@ -236,7 +236,8 @@ async fn tcp_is_blocked_unless_allowed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_program_is_still_a_spawn_error() {
     let e = env();
-    for opts in [auto(), off()] {
+    let no_namespace = SandboxOptions { limit: Some(Features { pid_namespace: false, ..features() }), ..auto() };
+    for opts in [auto(), no_namespace, off()] {
         let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
         let mut spec = SpawnSpec::new("/nonexistent/program", e.ws.canonical());
         confinement.apply(&mut spec);
@@ -341,3 +342,20 @@ async fn a_spec_with_pre_exec_steps_is_not_launched_confined() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
 
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_confined_runs_at_once_all_settle() {
+    let e = std::sync::Arc::new(env());
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let e = e.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = run(&e, &auto(), r#"echo "$1"; sh -c 'exit 3' & wait $!; exit $?"#, &[&i.to_string()]).await;
+            (i, r.code, r.stdout)
+        }));
+    }
+    for t in tasks {
+        let (i, code, stdout) = t.await.unwrap();
+        assert_eq!((code, stdout), (Some(3), format!("{i}\n")));
+    }
+}

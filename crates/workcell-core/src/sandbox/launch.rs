@@ -172,8 +172,8 @@ impl Launcher for Launch {
                 }
             }
         }
-        // `args`, `exec` and `cwd` are no longer read by anyone.
-        drop(args);
+        // From here on nobody reads `args`, `exec` or `cwd` (they live to the end of this
+        // function all the same).
         if got == 4 {
             let errno = i32::from_ne_bytes(buf);
             // C exits right after writing it.

@@ -49,7 +49,7 @@ pub mod paths;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod pidns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub mod sys;
+pub(crate) mod sys;
 pub mod probe;
 pub mod report;
 

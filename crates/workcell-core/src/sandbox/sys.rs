@@ -68,10 +68,6 @@ pub unsafe fn open(path: &CStr, flags: libc::c_int) -> Result<libc::c_int, i32> 
     check(syscall6(libc::SYS_openat, libc::AT_FDCWD as isize as usize, path.as_ptr() as usize, flags as usize, 0, 0, 0)).map(|fd| fd as libc::c_int)
 }
 
-pub unsafe fn read(fd: libc::c_int, buf: &mut [u8]) -> Result<usize, i32> {
-    check(syscall6(libc::SYS_read, fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0))
-}
-
 pub unsafe fn write(fd: libc::c_int, buf: &[u8]) -> Result<usize, i32> {
     check(syscall6(libc::SYS_write, fd as usize, buf.as_ptr() as usize, buf.len(), 0, 0, 0))
 }
@@ -179,18 +175,8 @@ pub unsafe fn wait4(pid: libc::pid_t, options: libc::c_int) -> Result<Option<(li
     Ok((r != 0).then_some((r as libc::pid_t, status)))
 }
 
-/// The kernel's signal set (64 bits on x86_64 and aarch64).
-pub fn sigset(signals: &[libc::c_int]) -> u64 {
-    signals.iter().fold(0u64, |set, s| set | (1u64 << (s - 1)))
-}
-
 pub unsafe fn sigprocmask(how: libc::c_int, set: u64) {
     syscall6(libc::SYS_rt_sigprocmask, how as usize, &set as *const u64 as usize, 0, 8, 0, 0);
-}
-
-/// Waits until one of `set` (blocked) is pending, and takes it.
-pub unsafe fn sigwait(set: u64) {
-    syscall6(libc::SYS_rt_sigtimedwait, &set as *const u64 as usize, 0, 0, 8, 0, 0);
 }
 
 pub unsafe fn landlock_add_rule(ruleset: libc::c_int, rule_type: libc::c_int, attr: *const libc::c_void) -> Result<(), i32> {
