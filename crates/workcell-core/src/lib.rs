@@ -4,14 +4,21 @@
 //! - [`error`]: stable error codes, hints, details;
 //! - [`path`]: the path grammar every model-supplied path goes through;
 //! - [`root`]: the workspace root, its identity and resolution beneath it;
-//! - [`read`]: `read_file`;
+//! - [`read`]: `read_file`; [`page`]: windows of larger files (`offset` / `limit`);
+//! - [`walk`]: the confined directory walk; [`list`]: `list_files`; [`search`]: `search_files`;
+//! - [`hash`]: approval hashes (`hashFile`);
 //! - [`cancel`]: cancellation shared with the host.
 
 pub mod cancel;
 pub mod error;
+pub mod hash;
+pub mod list;
+pub mod page;
 pub mod path;
 pub mod read;
 pub mod root;
+pub mod search;
+pub mod walk;
 
 pub use cancel::Cancel;
 pub use error::{Code, Error, Reason, Result};
