@@ -773,8 +773,9 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, normalizePath } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkSearchPattern, normalizePath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
+export { checkSearchPattern }
 export { normalizePath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -4,8 +4,11 @@
 #![deny(clippy::all)]
 
 mod convert;
+mod hash;
+mod list;
 mod path;
 mod read;
+mod search;
 mod workspace;
 
 pub use convert::NativeError;

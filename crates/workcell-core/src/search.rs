@@ -117,6 +117,13 @@ pub fn compile(pattern: &str, ignore_case: bool, literal: bool) -> Result<RegexM
         })
 }
 
+/// Checks that the pattern and the glob compile, without searching anything.
+pub fn check_arguments(pattern: &str, glob: Option<&str>, ignore_case: bool, literal: bool) -> Result<()> {
+    compile(pattern, ignore_case, literal)?;
+    glob.map(compile_glob).transpose()?;
+    Ok(())
+}
+
 fn compile_glob(glob: &str) -> Result<Override> {
     if glob.len() > MAX_PATTERN_BYTES {
         return Err(bad_argument("glob", format!("the glob is longer than {MAX_PATTERN_BYTES} bytes"), "too long"));
