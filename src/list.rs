@@ -32,7 +32,7 @@ impl ListTask {
     fn run(&self) -> workcell_core::Result<ListOutput> {
         let path = match &self.path {
             None => None,
-            Some(p) => Some(workcell_core::parse_path(p.as_ref().map_err(Clone::clone)?)?),
+            Some(p) => workcell_core::walk::parse_start(p.as_ref().map_err(Clone::clone)?)?,
         };
         let defaults = ListOptions::default();
         let opts = ListOptions {

@@ -40,7 +40,7 @@ impl SearchTask {
     fn run(&self) -> workcell_core::Result<SearchOutput> {
         let mut opts = SearchOptions::new(self.pattern.clone()?);
         if let Some(p) = &self.path {
-            opts.path = Some(workcell_core::parse_path(p.as_ref().map_err(Clone::clone)?)?);
+            opts.path = workcell_core::walk::parse_start(p.as_ref().map_err(Clone::clone)?)?;
         }
         if let Some(g) = &self.glob {
             opts.glob = Some(g.clone()?);

@@ -32,10 +32,19 @@ export interface ListOutput {
 
 export interface ListToolOptions {}
 
+/**
+ * Validates the directory a walk starts from: a workspace path, or a spelling of the root
+ * itself (`.`, `./`, empty), which gives `undefined`. The Rust core applies the same rule.
+ */
+export function validateStartPath(path: string, where: string): string | undefined {
+  if (!path.startsWith("/") && path.split("/").every((s) => s === "" || s === ".")) return undefined;
+  return validatePath(path, where);
+}
+
 const parameters: JsonSchema = {
   type: "object",
   properties: {
-    path: pathProperty("The directory to list, relative to the workspace root, such as src. Omit it to list the root."),
+    path: pathProperty("The directory to list, relative to the workspace root, such as src. Omit it (or pass .) to list the root."),
     depth: {
       type: "integer",
       minimum: 1,
@@ -71,7 +80,8 @@ export function createListTool(root: string, _options: ListToolOptions = {}): To
       checkSchema(parameters, input);
       const { path, depth, limit, gitignore } = input as ListInput;
       const out: ListInput = {};
-      if (path !== undefined) out.path = validatePath(path, "arguments.path");
+      const start = path === undefined ? undefined : validateStartPath(path, "arguments.path");
+      if (start !== undefined) out.path = start;
       if (depth !== undefined) out.depth = depth;
       if (limit !== undefined) out.limit = limit;
       if (gitignore !== undefined) out.gitignore = gitignore;

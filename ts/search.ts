@@ -1,6 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
-import { pathProperty, validatePath } from "./paths.js";
+import { pathProperty } from "./paths.js";
+import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
 
 export interface SearchInput {
@@ -39,7 +40,7 @@ const parameters: JsonSchema = {
       type: "string",
       description: "What to search for: a regular expression (Rust regex syntax, like ripgrep), matched line by line.",
     },
-    path: pathProperty("The directory or file to search, relative to the workspace root, such as src. Omit it to search everything."),
+    path: pathProperty("The directory or file to search, relative to the workspace root, such as src. Omit it (or pass .) to search everything."),
     glob: {
       type: "string",
       description: "Only search files whose path matches this glob, such as *.ts, src/**/*.rs, or !*.min.js to exclude.",
@@ -79,7 +80,8 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
         throw fromThrown(err);
       }
       const out: SearchInput = { pattern };
-      if (path !== undefined) out.path = validatePath(path, "arguments.path");
+      const start = path === undefined ? undefined : validateStartPath(path, "arguments.path");
+      if (start !== undefined) out.path = start;
       if (glob !== undefined) out.glob = glob;
       if (ignoreCase !== undefined) out.ignoreCase = ignoreCase;
       if (literal !== undefined) out.literal = literal;

@@ -364,6 +364,7 @@ impl Shared<'_> {
 struct Walk<'a, 'b> {
     shared: &'a Shared<'b>,
     tx: mpsc::SyncSender<Item>,
+    on_file: &'a (dyn Fn(u64, &str) + Sync),
     ignores: IgnoreStack,
     gitignore: bool,
     glob: Option<Override>,
@@ -418,6 +419,7 @@ impl Walk<'_, '_> {
                         continue;
                     }
                     let item = Item { index: self.next_index, dir: dir.clone(), name: entry.name, rel: walk::display(&child) };
+                    (self.on_file)(item.index, &item.rel);
                     self.next_index += 1;
                     if self.tx.send(item).is_err() {
                         break;
@@ -463,6 +465,17 @@ fn check_limit(limit: u32) -> Result<()> {
 
 /// Searches the files beneath `opts.path` (the root when `None`; a file searches that file).
 pub fn search_files(ws: &Workspace, opts: &SearchOptions, cancel: &Cancel) -> Result<SearchOutput> {
+    search_files_observed(ws, opts, cancel, &|_, _| {})
+}
+
+/// [`search_files`], calling `on_file(index, path)` on the walking thread as each file is
+/// handed to the searchers (in tree order), for progress reports.
+pub fn search_files_observed(
+    ws: &Workspace,
+    opts: &SearchOptions,
+    cancel: &Cancel,
+    on_file: &(dyn Fn(u64, &str) + Sync),
+) -> Result<SearchOutput> {
     check_limit(opts.limit)?;
     let matcher = compile(&opts.pattern, opts.ignore_case, opts.literal)?;
     let glob = opts.glob.as_deref().map(compile_glob).transpose()?;
@@ -518,6 +531,7 @@ pub fn search_files(ws: &Workspace, opts: &SearchOptions, cancel: &Cancel) -> Re
                 let mut w = Walk {
                     shared: &shared,
                     tx,
+                    on_file,
                     ignores,
                     gitignore: opts.gitignore,
                     glob,

@@ -198,6 +198,19 @@ pub fn is_single_component(name: &OsStr) -> bool {
     !b.is_empty() && b != b"." && b != b".." && !b.contains(&b'/') && !b.contains(&0)
 }
 
+/// Parses the directory a walk starts from: like [`crate::parse_path`], except that a path
+/// naming the root itself (`.`, `./`, or empty) is accepted and gives `None`. A leading `/` is
+/// still refused.
+pub fn parse_start(input: &str) -> Result<Option<RelPath>> {
+    if !input.starts_with('/')
+        && input.split('/').all(|s| s.is_empty() || s == ".")
+        && input.len() <= crate::path::MAX_PATH_BYTES
+    {
+        return Ok(None);
+    }
+    crate::parse_path(input).map(Some)
+}
+
 /// What a walk starts from.
 pub enum Start {
     Dir(DirHandle),
@@ -331,6 +344,17 @@ pub fn is_git_dir(name: &OsStr) -> bool {
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn the_root_can_be_named_as_a_start() {
+        for root in ["", ".", "./", "./.", ".//."] {
+            assert_eq!(parse_start(root).unwrap(), None, "{root:?}");
+        }
+        assert_eq!(parse_start("./src/").unwrap().unwrap().as_str(), "src");
+        for bad in ["..", "/", "//", "/.", "/etc", "a/../b", "C:"] {
+            assert_eq!(parse_start(bad).unwrap_err().reason(), Some("INVALID_RELATIVE_PATH"), "{bad:?}");
+        }
+    }
 
     #[test]
     fn single_components() {

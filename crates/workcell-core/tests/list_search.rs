@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 use std::time::{Duration, Instant};
 
 use workcell_core::list::{list_files, ListOptions};
-use workcell_core::search::{search_files, SearchOptions, MAX_LINE_CHARS};
+use workcell_core::search::{search_files, search_files_observed, SearchOptions, MAX_LINE_CHARS};
 use workcell_core::{parse_path, Cancel, Code, Workspace};
 
 /// parent/ROOT with a secret next to it, and traps planted inside.
@@ -340,6 +340,53 @@ fn cancellation_stops_the_walk() {
     if let Err(e) = r {
         assert!(e.is_cancelled());
     }
+}
+
+#[test]
+fn cancellation_mid_walk_stops_at_the_next_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    for d in 0..10 {
+        fs::create_dir(tmp.path().join(format!("d{d}"))).unwrap();
+        for f in 0..100 {
+            fs::write(tmp.path().join(format!("d{d}/f{f:03}")), "x\n").unwrap();
+        }
+    }
+    let ws = Workspace::open(tmp.path()).unwrap();
+    let cancel = Cancel::new();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let on_file = |i: u64, rel: &str| {
+        seen.lock().unwrap().push(rel.to_string());
+        if i == 150 {
+            cancel.cancel();
+        }
+    };
+    // A pattern that matches nothing, so only the cancellation can stop the walk early.
+    let err = search_files_observed(&ws, &SearchOptions::new("nothing here"), &cancel, &on_file).unwrap_err();
+    assert!(err.is_cancelled());
+    let seen = seen.into_inner().unwrap();
+    // The walk stopped right after the file during which the call was cancelled.
+    assert_eq!(seen.len(), 151);
+    assert_eq!(seen[150], "d1/f050");
+}
+
+#[test]
+fn reaching_the_limit_stops_the_walk() {
+    let tmp = tempfile::tempdir().unwrap();
+    for f in 0..2000 {
+        fs::write(tmp.path().join(format!("f{f:04}")), "x\n").unwrap();
+    }
+    let ws = Workspace::open(tmp.path()).unwrap();
+    let seen = std::sync::atomic::AtomicU64::new(0);
+    let on_file = |_: u64, _: &str| {
+        seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    };
+    let mut o = SearchOptions::new("x");
+    o.limit = 5;
+    let out = search_files_observed(&ws, &o, &Cancel::new(), &on_file).unwrap();
+    assert_eq!(out.matches.len(), 5);
+    assert!(out.truncated);
+    // At most the queue (128) and the files in the workers' hands ran ahead of the stop.
+    assert!(seen.load(std::sync::atomic::Ordering::Relaxed) < 300);
 }
 
 #[test]
