@@ -195,20 +195,33 @@ impl Sink for Collect<'_> {
     }
 }
 
-/// A reader that fails once the call is cancelled, so a huge file never delays cancellation.
-struct CancelRead<'a, R> {
+/// The reader a file is searched through: fails once the call is cancelled (so a huge file
+/// never delays cancellation), and ends after the size `fstat` reported, which spares the
+/// read that would only confirm the end (a file that grows meanwhile is searched as it was).
+struct FileRead<'a, R> {
     inner: R,
+    remaining: u64,
     cancel: &'a Cancel,
 }
 
-impl<R: Read> Read for CancelRead<'_, R> {
+impl<R: Read> Read for FileRead<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.cancel.is_cancelled() {
-            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+            // Not ErrorKind::Interrupted: readers retry on that, forever.
+            return Err(io::Error::other("the search was cancelled"));
         }
-        self.inner.read(buf)
+        if self.remaining == 0 || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = buf.len().min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.remaining -= n as u64;
+        Ok(n)
     }
 }
+
+/// Read size per file: small files take one read.
+const READ_CHUNK: usize = 64 * 1024;
 
 fn searcher() -> Searcher {
     SearcherBuilder::new()
@@ -222,12 +235,15 @@ fn search_reader(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     file: impl Read,
+    size: u64,
     rel: &str,
     cap: usize,
     cancel: &Cancel,
 ) -> FileResult {
     let mut sink = Collect { rel, cap, lines: Vec::new(), binary: false };
-    match searcher.search_reader(matcher, CancelRead { inner: file, cancel }, &mut sink) {
+    // Buffered so that the searcher's 3-byte BOM peek does not cost a read of its own.
+    let reader = io::BufReader::with_capacity(READ_CHUNK, FileRead { inner: file, remaining: size, cancel });
+    match searcher.search_reader(matcher, reader, &mut sink) {
         Ok(()) if sink.binary => FileResult::Binary,
         Ok(()) => FileResult::Searched(sink.lines),
         Err(_) if cancel.is_cancelled() => FileResult::Skipped,
@@ -349,7 +365,9 @@ impl Shared<'_> {
                 FileResult::Skipped
             } else {
                 match item.dir.open_regular(&item.name) {
-                    Ok(Ok((file, _))) => search_reader(&mut searcher, self.matcher, file, &item.rel, self.cap, self.cancel),
+                    Ok(Ok((file, size))) => {
+                        search_reader(&mut searcher, self.matcher, file, size, &item.rel, self.cap, self.cancel)
+                    }
                     // Swapped for something else since readdir: a FIFO, a symlink (ELOOP), gone.
                     Ok(Err(_)) => FileResult::Skipped,
                     Err(e) if walk::is_swapped(&e) => FileResult::Skipped,
@@ -503,9 +521,9 @@ pub fn search_files_observed(
         Start::NotDir(Kind::File) => {
             // One named file: opened beneath the root (inside symlinks followed), without blocking.
             let path = opts.path.as_ref().expect("a file start has a path");
-            let (file, _, _) = crate::read::open_regular(ws, path)?;
+            let (file, _, size) = crate::read::open_regular(ws, path)?;
             let mut searcher = searcher();
-            let result = search_reader(&mut searcher, &matcher, file, path.as_str(), shared.cap, cancel);
+            let result = search_reader(&mut searcher, &matcher, file, size, path.as_str(), shared.cap, cancel);
             shared.report(0, path.as_str(), result);
         }
         Start::NotDir(kind) => {
@@ -520,14 +538,19 @@ pub fn search_files_observed(
                 std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
             };
             let (tx, rx) = mpsc::sync_channel::<Item>(128);
-            let rx = Mutex::new(rx);
+            // Only the workers hold the receiver: should they all die, the walker's send fails
+            // instead of waiting forever.
+            let rx = Arc::new(Mutex::new(rx));
             let ignores =
                 if opts.gitignore { IgnoreStack::for_start(ws, opts.path.as_ref()) } else { IgnoreStack::default() };
             let rel = opts.path.as_ref().map_or_else(PathBuf::new, |p| PathBuf::from(p.as_str()));
             let (too_deep, crowded, unreadable_dirs) = std::thread::scope(|scope| {
                 for _ in 0..threads {
-                    scope.spawn(|| shared.worker(&rx));
+                    let rx = rx.clone();
+                    let shared = &shared;
+                    scope.spawn(move || shared.worker(&rx));
                 }
+                drop(rx);
                 let mut w = Walk {
                     shared: &shared,
                     tx,
@@ -599,4 +622,72 @@ pub fn search_files_observed(
         files_searched: c.files_searched,
         note: (!head.is_empty()).then(|| head.join("; ")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Endless text that cancels the call during its first read.
+    struct CancelsWhileRead<'a> {
+        cancel: &'a Cancel,
+        reads: usize,
+    }
+
+    impl Read for CancelsWhileRead<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            assert!(self.reads < 100, "the search kept reading after the cancellation");
+            self.cancel.cancel();
+            for chunk in buf.chunks_mut(5) {
+                chunk.copy_from_slice(&b"line\n"[..chunk.len()]);
+            }
+            Ok(buf.len())
+        }
+    }
+
+    #[test]
+    fn a_cancellation_during_a_read_stops_the_file() {
+        let cancel = Cancel::new();
+        let matcher = compile("never", false, false).unwrap();
+        let mut reader = CancelsWhileRead { cancel: &cancel, reads: 0 };
+        let result = search_reader(&mut searcher(), &matcher, &mut reader, u64::MAX, "f", 10, &cancel);
+        assert!(matches!(result, FileResult::Skipped));
+        assert_eq!(reader.reads, 1);
+    }
+
+    #[test]
+    fn a_cancellation_before_the_first_read_never_spins() {
+        // Readers retry on ErrorKind::Interrupted; a cancelled read must not look like one.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let cancel = Cancel::new();
+            cancel.cancel();
+            let matcher = compile("never", false, false).unwrap();
+            let result = search_reader(&mut searcher(), &matcher, &b"line\n"[..], 5, "f", 10, &cancel);
+            let _ = tx.send(matches!(result, FileResult::Skipped));
+        });
+        let skipped = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the search spun after a cancellation");
+        assert!(skipped);
+    }
+
+    #[test]
+    fn the_reader_stops_at_the_reported_size() {
+        let cancel = Cancel::new();
+        let mut r = FileRead { inner: &b"abcdef"[..], remaining: 4, cancel: &cancel };
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).unwrap();
+        assert_eq!(out, b"abcd");
+    }
+
+    #[test]
+    fn lines_are_cut_at_500_characters() {
+        assert_eq!(cut_line(b"abc\r\n"), "abc");
+        let exact = "é".repeat(MAX_LINE_CHARS);
+        assert_eq!(cut_line(exact.as_bytes()), exact);
+        let long = "é".repeat(MAX_LINE_CHARS + 1);
+        assert_eq!(cut_line(long.as_bytes()), format!("{}…", "é".repeat(MAX_LINE_CHARS)));
+        // Invalid UTF-8 becomes U+FFFD.
+        assert_eq!(cut_line(b"a\xffb\n"), "a\u{fffd}b");
+    }
 }

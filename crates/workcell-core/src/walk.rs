@@ -139,9 +139,39 @@ impl DirHandle {
     /// Reads the directory's entries (at most [`MAX_DIR_ENTRIES`]), sorted by name. The bool
     /// is true when entries were left out.
     pub fn entries(&self) -> io::Result<(Vec<Entry>, bool)> {
-        // A second descriptor for the directory stream: reading moves its offset, and the
-        // walk keeps using `self.fd` for openat (which may be an O_PATH descriptor, as cap-std
-        // opens directories, that cannot be read).
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            // getdents64 straight on our descriptor (the walk only uses it for openat otherwise,
+            // which ignores the offset). A cap-std start directory is an O_PATH descriptor,
+            // which cannot be read: EBADF, then the portable way below.
+            match self.entries_raw() {
+                Err(e) if e.raw_os_error() == Some(libc::EBADF) => {}
+                other => return other,
+            }
+        }
+        self.entries_reopened()
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn entries_raw(&self) -> io::Result<(Vec<Entry>, bool)> {
+        use std::mem::MaybeUninit;
+        rustix::fs::seek(self.fd(), rustix::fs::SeekFrom::Start(0))?;
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 32 * 1024];
+        let mut raw = rustix::fs::RawDir::new(self.fd(), &mut buf);
+        let mut out = Vec::new();
+        let mut cut = false;
+        while let Some(entry) = raw.next() {
+            let entry = entry?;
+            if !self.push_entry(&mut out, entry.file_name(), entry.file_type(), &mut cut) {
+                break;
+            }
+        }
+        out.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        Ok((out, cut))
+    }
+
+    fn entries_reopened(&self) -> io::Result<(Vec<Entry>, bool)> {
+        // A second, readable descriptor for the directory stream.
         let stream = rustix::fs::openat(
             self.fd(),
             ".",
@@ -153,26 +183,34 @@ impl DirHandle {
         let mut cut = false;
         while let Some(entry) = dir.read() {
             let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            if out.len() >= MAX_DIR_ENTRIES {
-                cut = true;
+            if !self.push_entry(&mut out, entry.file_name(), entry.file_type(), &mut cut) {
                 break;
             }
-            let mut kind = Kind::from_file_type(entry.file_type());
-            if kind == Kind::Unknown {
-                // Some file systems do not report the type in readdir.
-                kind = match rustix::fs::statat(self.fd(), entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => Kind::from_file_type(FileType::from_raw_mode(st.st_mode)),
-                    Err(_) => Kind::Unknown,
-                };
-            }
-            out.push(Entry { name: OsString::from_vec(name.to_vec()), kind });
         }
         out.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         Ok((out, cut))
+    }
+
+    /// Adds one readdir entry (skipping `.` and `..`); false once the cap is reached.
+    fn push_entry(&self, out: &mut Vec<Entry>, name: &std::ffi::CStr, ft: FileType, cut: &mut bool) -> bool {
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            return true;
+        }
+        if out.len() >= MAX_DIR_ENTRIES {
+            *cut = true;
+            return false;
+        }
+        let mut kind = Kind::from_file_type(ft);
+        if kind == Kind::Unknown {
+            // Some file systems do not report the type in readdir.
+            kind = match rustix::fs::statat(self.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => Kind::from_file_type(FileType::from_raw_mode(st.st_mode)),
+                Err(_) => Kind::Unknown,
+            };
+        }
+        out.push(Entry { name: OsString::from_vec(bytes.to_vec()), kind });
+        true
     }
 
     /// Reads this directory's `.gitignore` (not through a symlink, regular files only, at most
