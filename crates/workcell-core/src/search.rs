@@ -351,37 +351,50 @@ impl Shared<'_> {
         }
     }
 
-    fn worker(&self, rx: &Mutex<mpsc::Receiver<Item>>) {
+    fn search_one(&self, searcher: &mut Searcher, item: &Item) -> FileResult {
+        if self.stopping() {
+            return FileResult::Skipped;
+        }
+        match item.dir.open_regular(&item.name) {
+            Ok(Ok((file, size))) => search_reader(searcher, self.matcher, file, size, &item.rel, self.cap, self.cancel),
+            // Swapped for something else since readdir: a FIFO, a symlink (ELOOP), gone.
+            Ok(Err(_)) => FileResult::Skipped,
+            Err(e) if walk::is_swapped(&e) => FileResult::Skipped,
+            Err(e) => FileResult::Unreadable(crate::error::errno_name(e.raw_os_error().unwrap_or(libc::EIO))),
+        }
+    }
+
+    fn worker(&self, rx: &Mutex<mpsc::Receiver<Vec<Item>>>) {
         let mut searcher = searcher();
+        let mut results = Vec::new();
         loop {
-            let item = {
+            let batch = {
                 let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
                 match rx.recv() {
-                    Ok(item) => item,
+                    Ok(batch) => batch,
                     Err(_) => return,
                 }
             };
-            let result = if self.stopping() {
-                FileResult::Skipped
-            } else {
-                match item.dir.open_regular(&item.name) {
-                    Ok(Ok((file, size))) => {
-                        search_reader(&mut searcher, self.matcher, file, size, &item.rel, self.cap, self.cancel)
-                    }
-                    // Swapped for something else since readdir: a FIFO, a symlink (ELOOP), gone.
-                    Ok(Err(_)) => FileResult::Skipped,
-                    Err(e) if walk::is_swapped(&e) => FileResult::Skipped,
-                    Err(e) => FileResult::Unreadable(crate::error::errno_name(e.raw_os_error().unwrap_or(libc::EIO))),
-                }
-            };
-            self.report(item.index, &item.rel, result);
+            for item in batch {
+                let result = self.search_one(&mut searcher, &item);
+                results.push((item.index, item.rel, result));
+            }
+            // One lock per batch.
+            let mut c = self.collector.lock().unwrap_or_else(|p| p.into_inner());
+            for (index, rel, result) in results.drain(..) {
+                c.add(index, &rel, result);
+            }
+            if c.done() {
+                self.stop.store(true, Ordering::Relaxed);
+            }
         }
     }
 }
 
 struct Walk<'a, 'b> {
     shared: &'a Shared<'b>,
-    tx: mpsc::SyncSender<Item>,
+    tx: mpsc::SyncSender<Vec<Item>>,
+    batch: Vec<Item>,
     on_file: &'a (dyn Fn(u64, &str) + Sync),
     ignores: IgnoreStack,
     gitignore: bool,
@@ -392,7 +405,21 @@ struct Walk<'a, 'b> {
     unreadable_dirs: Vec<String>,
 }
 
+/// Files handed to a worker at a time, and batches queued: few wake-ups per file, and a
+/// bounded number of directory descriptors kept alive by queued files.
+const BATCH: usize = 32;
+const QUEUED_BATCHES: usize = 4;
+
 impl Walk<'_, '_> {
+    /// Hands the pending files to the workers; false when they are gone.
+    fn flush(&mut self) -> bool {
+        if self.batch.is_empty() {
+            return true;
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        self.tx.send(batch).is_ok()
+    }
+
     fn filtered(&self, rel: &Path, name: &std::ffi::OsStr, is_dir: bool) -> bool {
         if self.gitignore && (walk::is_git_dir(name) || self.ignores.is_ignored(rel, is_dir)) {
             return true;
@@ -439,7 +466,8 @@ impl Walk<'_, '_> {
                     let item = Item { index: self.next_index, dir: dir.clone(), name: entry.name, rel: walk::display(&child) };
                     (self.on_file)(item.index, &item.rel);
                     self.next_index += 1;
-                    if self.tx.send(item).is_err() {
+                    self.batch.push(item);
+                    if self.batch.len() >= BATCH && !self.flush() {
                         break;
                     }
                 }
@@ -537,7 +565,7 @@ pub fn search_files_observed(
             } else {
                 std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
             };
-            let (tx, rx) = mpsc::sync_channel::<Item>(128);
+            let (tx, rx) = mpsc::sync_channel::<Vec<Item>>(QUEUED_BATCHES);
             // Only the workers hold the receiver: should they all die, the walker's send fails
             // instead of waiting forever.
             let rx = Arc::new(Mutex::new(rx));
@@ -554,6 +582,7 @@ pub fn search_files_observed(
                 let mut w = Walk {
                     shared: &shared,
                     tx,
+                    batch: Vec::with_capacity(BATCH),
                     on_file,
                     ignores,
                     gitignore: opts.gitignore,
@@ -564,6 +593,9 @@ pub fn search_files_observed(
                     unreadable_dirs: Vec::new(),
                 };
                 w.walk(Arc::new(dir), &rel, 1);
+                if !w.shared.stopping() {
+                    w.flush();
+                }
                 // Dropping the sender ends the workers once the queue is drained.
                 (w.too_deep, w.crowded, w.unreadable_dirs)
             });
