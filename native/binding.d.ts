@@ -18,8 +18,6 @@ export declare class CancelHandle {
 
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
-  /** hashFile: resolves to the approval hash or to `{ error }`; never rejects. */
-  hashFile(path: string, cancel?: CancelHandle | undefined | null): Promise<HashResult>
   /** list_files: resolves to the listing or to `{ error }`; never rejects. */
   listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
   /** read_file: resolves to the content or to `{ error }`; never rejects. */
@@ -43,6 +41,9 @@ export declare class NativeWorkspace {
  * the hint.
  */
 export declare function checkSearchPattern(pattern: string, glob?: string | undefined | null, ignoreCase?: boolean | undefined | null, literal?: boolean | undefined | null): void
+
+/** hashFile(root, path): resolves to the approval hash or to `{ error }`; never rejects. */
+export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<HashResult>
 
 export interface HashResult {
   /** `"absent"`, `"not a regular file: <type>"` or the hex SHA-256 of the content. */

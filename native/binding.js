@@ -773,9 +773,10 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, checkSearchPattern, normalizePath } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkSearchPattern, hashFile, normalizePath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { checkSearchPattern }
+export { hashFile }
 export { normalizePath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -1,12 +1,10 @@
-use std::sync::Arc;
-
 use napi::bindgen_prelude::{AsyncTask, Utf16String};
 use napi::{Env, Task};
 use napi_derive::napi;
 use workcell_core::{Cancel, Workspace};
 
 use crate::convert::{strict_string, NativeError};
-use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
+use crate::workspace::{cancel_of, CancelHandle};
 
 #[napi(object)]
 pub struct HashResult {
@@ -15,8 +13,10 @@ pub struct HashResult {
     pub error: Option<NativeError>,
 }
 
+/// Opens the root, hashes, and closes the root again within the task, so that a host hashing
+/// many paths never accumulates open descriptors waiting for garbage collection.
 pub struct HashTask {
-    ws: Arc<Workspace>,
+    root: String,
     path: workcell_core::Result<String>,
     cancel: Cancel,
 }
@@ -30,7 +30,13 @@ impl Task for HashTask {
             Ok(p) => p,
             Err(e) => return Ok(Err(e.clone())),
         };
-        Ok(workcell_core::parse_path(path).and_then(|rel| workcell_core::hash::hash_file(&self.ws, &rel, &self.cancel)))
+        let run = || {
+            let rel = workcell_core::parse_path(path)?;
+            self.cancel.check()?;
+            let ws = Workspace::open(&self.root)?;
+            workcell_core::hash::hash_file(&ws, &rel, &self.cancel)
+        };
+        Ok(run())
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<HashResult> {
@@ -41,11 +47,8 @@ impl Task for HashTask {
     }
 }
 
-#[napi]
-impl NativeWorkspace {
-    /// hashFile: resolves to the approval hash or to `{ error }`; never rejects.
-    #[napi(ts_return_type = "Promise<HashResult>")]
-    pub fn hash_file(&self, path: Utf16String, cancel: Option<&CancelHandle>) -> AsyncTask<HashTask> {
-        AsyncTask::new(HashTask { ws: self.ws.clone(), path: strict_string(path), cancel: cancel_of(cancel) })
-    }
+/// hashFile(root, path): resolves to the approval hash or to `{ error }`; never rejects.
+#[napi(ts_return_type = "Promise<HashResult>")]
+pub fn hash_file(root: String, path: Utf16String, cancel: Option<&CancelHandle>) -> AsyncTask<HashTask> {
+    AsyncTask::new(HashTask { root, path: strict_string(path), cancel: cancel_of(cancel) })
 }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdir, symlink, truncate, writeFile } from "node:fs/promises";
+import { mkdir, readdir, symlink, truncate, writeFile } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
@@ -80,4 +80,13 @@ describe("hashFile", () => {
     expect(isAbortError(await hashFile(root, "huge", { signal: ac.signal }).catch((e: unknown) => e))).toBe(true);
     await expect(hashFile(join(root, "missing-root"), "a")).rejects.toBeInstanceOf(ToolError);
   });
+});
+
+test("hashing many paths holds no descriptors open afterwards", async () => {
+  const { root } = await tempWorkspace();
+  await writeFile(join(root, "a"), "x");
+  const fds = async () => (await readdir("/proc/self/fd")).length;
+  const before = await fds();
+  for (let i = 0; i < 2000; i++) await hashFile(root, i % 2 ? "a" : "missing");
+  expect(await fds()).toBeLessThan(before + 50);
 });

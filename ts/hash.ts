@@ -1,5 +1,5 @@
 import { validatePath } from "./paths.js";
-import { callNative, openWorkspace } from "./native.js";
+import { binding, callNative } from "./native.js";
 
 export interface HashFileOptions {
   signal?: AbortSignal;
@@ -20,9 +20,12 @@ export interface HashFileOptions {
  * (`TARGET_CHANGED`); with an AbortError when `signal` aborts.
  */
 export async function hashFile(root: string, path: string, options: HashFileOptions = {}): Promise<string> {
-  const ws = openWorkspace(root);
+  if (typeof root !== "string" || root.length === 0) {
+    throw new TypeError("workcell: the workspace root must be a non-empty path string");
+  }
   if (typeof path !== "string") throw new TypeError("workcell: hashFile needs a path string");
   validatePath(path, "path");
-  const r = await callNative(options.signal, (cancel) => ws.hashFile(path, cancel));
+  // The root is opened, checked and closed again inside the native call.
+  const r = await callNative(options.signal, (cancel) => binding.hashFile(root, path, cancel));
   return r.hash!;
 }
