@@ -18,6 +18,8 @@ export declare class CancelHandle {
 
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
+  /** list_files: resolves to the listing or to `{ error }`; never rejects. */
+  listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
   /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -30,6 +32,10 @@ export declare class NativeWorkspace {
   nodeProcess(source: string, arguments: Array<string>, options: NodeProcessOptions, cancel?: CancelHandle | undefined | null): Promise<NodeProcessResult>
   /** read_file: resolves to the content or to `{ error }`; never rejects. */
   readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<ReadResult>
+  /** read_file with `offset` / `limit`: a window of lines; resolves to it or to `{ error }`. */
+  readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ReadWindowResult>
+  /** search_files: resolves to the matches or to `{ error }`; never rejects. */
+  searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<SearchResult>
   /**
    * Canonicalizes and opens `root`. Throws an Error whose message is the JSON of the tool
    * error.
@@ -53,6 +59,13 @@ export declare class NativeWorkspace {
 export declare function checkCommand(argv: Array<string>, policy?: NativeCommandPolicy | undefined | null): CommandCheckResult
 
 /**
+ * Compiles a search pattern (and glob) without searching; throws (message: the tool error's
+ * JSON) with `TOOL_ARGUMENTS_INVALID` when either does not compile, the parser's message in
+ * the hint.
+ */
+export declare function checkSearchPattern(pattern: string, glob?: string | undefined | null, ignoreCase?: boolean | undefined | null, literal?: boolean | undefined | null): void
+
+/**
  * Applies write_file's effect-free checks (path grammar, no trailing `/`, well-formed content
  * within the limit) and returns the normalized path; throws (message: the tool error's JSON).
  */
@@ -71,6 +84,24 @@ export declare function defaultDenyCommands(): Array<string>
 export interface EnvVar {
   name: string
   value: string
+}
+
+/** hashFile(root, path): resolves to the approval hash or to `{ error }`; never rejects. */
+export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<HashResult>
+
+export interface HashResult {
+  /** `"absent"`, `"not a regular file: <type>"` or the hex SHA-256 of the content. */
+  hash?: string
+  error?: NativeError
+}
+
+export interface ListResult {
+  path?: string
+  entries?: Array<string>
+  truncated?: boolean
+  notShown?: number
+  note?: string
+  error?: NativeError
 }
 
 /** Lists that replace the defaults of the command policy. */
@@ -128,6 +159,36 @@ export interface ReadResult {
   path?: string
   content?: string
   bytes?: number
+  error?: NativeError
+}
+
+export interface ReadWindowResult {
+  path?: string
+  content?: string
+  /** UTF-8 byte length of `content`. */
+  bytes?: number
+  /** Size of the file in bytes. */
+  fileBytes?: number
+  offset?: number
+  lines?: number
+  nextOffset?: number
+  totalLines?: number
+  error?: NativeError
+}
+
+/** The arguments of one search, as plain data (strings checked for lone surrogates in Rust). */
+export interface SearchArgs {
+  ignoreCase?: boolean
+  literal?: boolean
+  limit?: number
+  gitignore?: boolean
+}
+
+export interface SearchResult {
+  matches?: Array<string>
+  truncated?: boolean
+  filesSearched?: number
+  note?: string
   error?: NativeError
 }
 

@@ -773,12 +773,14 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, checkCommand, checkWriteArguments, defaultDenyCommands, normalizePath, processReaper } = nativeBinding
+const { CancelHandle, NativeWorkspace, checkCommand, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { checkCommand }
+export { checkSearchPattern }
 export { checkWriteArguments }
 export { defaultDenyCommands }
+export { hashFile }
 export { normalizePath }
 export { processReaper }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -4,10 +4,13 @@
 #![deny(clippy::all)]
 
 mod convert;
+mod hash;
+mod list;
 mod path;
 mod policy;
 mod process;
 mod read;
+mod search;
 mod workspace;
 mod write;
 

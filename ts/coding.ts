@@ -1,5 +1,7 @@
 import { createNodeProcessTool, type NodeProcessToolOptions } from "./node-process.js";
 import { createReadTool, type ReadToolOptions } from "./read.js";
+import { createListTool, type ListToolOptions } from "./list.js";
+import { createSearchTool, type SearchToolOptions } from "./search.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 
@@ -7,6 +9,8 @@ import { createWriteTool, type WriteToolOptions } from "./write.js";
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
+  list?: ListToolOptions;
+  search?: SearchToolOptions;
   nodeProcess?: NodeProcessToolOptions;
   /**
    * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
@@ -28,6 +32,8 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
   const processes = { timeoutMs: options.processes?.timeoutMs };
   return [
     createReadTool(root, options.read),
+    createListTool(root, options.list),
+    createSearchTool(root, options.search),
     createWriteTool(root, options.write),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
   ];

@@ -4,8 +4,10 @@
 //! - [`error`]: stable error codes, hints, details;
 //! - [`path`]: the path grammar every model-supplied path goes through;
 //! - [`root`]: the workspace root, its identity and resolution beneath it;
-//! - [`read`]: `read_file`;
+//! - [`read`]: `read_file`; [`page`]: windows of larger files (`offset` / `limit`);
 //! - [`write`]: `write_file`, with [`target_lock`] serializing writes per target;
+//! - [`walk`]: the confined directory walk; [`list`]: `list_files`; [`search`]: `search_files`;
+//! - [`hash`]: approval hashes (`hashFile`);
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
@@ -13,13 +15,18 @@
 
 pub mod cancel;
 pub mod error;
+pub mod hash;
+pub mod list;
 pub mod node;
+pub mod page;
 pub mod path;
 pub mod policy;
 pub mod process;
 pub mod read;
 pub mod root;
+pub mod search;
 pub mod target_lock;
+pub mod walk;
 pub mod write;
 
 pub use cancel::Cancel;
