@@ -19,6 +19,16 @@ export declare class CancelHandle {
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
   /**
+   * Checks run_command's input (policy, cwd grammar, timeout) without any effect. Throws
+   * (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   */
+  checkRunCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions): void
+  /**
+   * run_command: resolves to the output or to `{ error }` (timeout, cancellation, refusals);
+   * never rejects for a tool error. Throws synchronously when `options` are unusable.
+   */
+  runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions, cancel?: CancelHandle | undefined | null): Promise<RunCommandResult>
+  /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
    */
@@ -128,6 +138,39 @@ export interface ReadResult {
   path?: string
   content?: string
   bytes?: number
+  error?: NativeError
+}
+
+/** The host's configuration of run_command. */
+export interface RunCommandOptions {
+  /** Replaces the default deny-list. */
+  denyCommands?: Array<string>
+  /** When set, the only programs that may run. */
+  allowCommands?: Array<string>
+  /** The child's PATH (also where `argv[0]` is looked up). */
+  path: string
+  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
+  env?: Array<EnvVar>
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  outputHeadBytes?: number
+  outputTailBytes?: number
+  /** Where the per-call scratch directories go (the host's temporary directory). */
+  scratchDir: string
+  /** `"auto"` (default), `"pidfd"` or `"thread"`. */
+  reaper?: string
+}
+
+export interface RunCommandResult {
+  exitCode?: number
+  signal?: string
+  output?: string
+  truncated?: boolean
+  omittedBytes?: number
+  timedOut?: boolean
+  durationMs?: number
+  timeoutMs?: number
+  note?: string
   error?: NativeError
 }
 

@@ -3,6 +3,7 @@
 
 #![deny(clippy::all)]
 
+mod command;
 mod convert;
 mod path;
 mod policy;

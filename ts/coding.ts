@@ -1,5 +1,6 @@
 import { createNodeProcessTool, type NodeProcessToolOptions } from "./node-process.js";
 import { createReadTool, type ReadToolOptions } from "./read.js";
+import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 
@@ -8,6 +9,7 @@ export interface CodingToolsOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
   nodeProcess?: NodeProcessToolOptions;
+  runCommand?: RunCommandToolOptions;
   /**
    * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
@@ -30,5 +32,6 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createReadTool(root, options.read),
     createWriteTool(root, options.write),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
+    createRunCommandTool(root, { ...processes, ...options.runCommand }),
   ];
 }

@@ -12,6 +12,8 @@ export { checkCommand, DEFAULT_DENY_COMMANDS } from "./policy.js";
 export type { CommandPolicy, CommandCheck, CommandAllowed, CommandRefused, CommandInvalid, CommandRefusalReason } from "./policy.js";
 export { createNodeProcessTool } from "./node-process.js";
 export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
+export { createRunCommandTool } from "./run-command.js";
+export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from "./run-command.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";

@@ -9,9 +9,11 @@
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
-//! - [`node`]: the `node_process` tool.
+//! - [`node`]: the `node_process` tool;
+//! - [`command`]: the `run_command` tool (and the launch path run_tests shares).
 
 pub mod cancel;
+pub mod command;
 pub mod error;
 pub mod node;
 pub mod path;
