@@ -9,6 +9,7 @@ mod path;
 mod policy;
 mod process;
 mod read;
+mod run_tests;
 mod workspace;
 mod write;
 

@@ -1,6 +1,7 @@
 import { createNodeProcessTool, type NodeProcessToolOptions } from "./node-process.js";
 import { createReadTool, type ReadToolOptions } from "./read.js";
 import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
+import { createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 
@@ -10,6 +11,7 @@ export interface CodingToolsOptions {
   write?: WriteToolOptions;
   nodeProcess?: NodeProcessToolOptions;
   runCommand?: RunCommandToolOptions;
+  runTests?: RunTestsToolOptions;
   /**
    * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
@@ -33,5 +35,6 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createWriteTool(root, options.write),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
     createRunCommandTool(root, { ...processes, ...options.runCommand }),
+    createRunTestsTool(root, { ...processes, ...options.runTests }),
   ];
 }

@@ -14,6 +14,8 @@ export { createNodeProcessTool } from "./node-process.js";
 export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
 export { createRunCommandTool } from "./run-command.js";
 export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from "./run-command.js";
+export { createRunTestsTool } from "./run-tests.js";
+export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";

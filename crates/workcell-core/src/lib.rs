@@ -10,7 +10,8 @@
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
 //! - [`node`]: the `node_process` tool;
-//! - [`command`]: the `run_command` tool (and the launch path run_tests shares).
+//! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
+//! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test).
 
 pub mod cancel;
 pub mod command;
@@ -22,6 +23,7 @@ pub mod process;
 pub mod read;
 pub mod root;
 pub mod target_lock;
+pub mod testrun;
 pub mod write;
 
 pub use cancel::Cancel;
