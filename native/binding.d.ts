@@ -41,6 +41,13 @@ export declare class NativeWorkspace {
   /** read_file: resolves to the content or to `{ error }`; never rejects. */
   readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<ReadResult>
   /**
+   * Checks run_tests's input (runner, args, timeout) without any effect. Throws (message: the
+   * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   */
+  checkRunTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions): void
+  /** run_tests: resolves to the report or to `{ error }`; never rejects for a tool error. */
+  runTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions, cancel?: CancelHandle | undefined | null): Promise<RunTestsResult>
+  /**
    * Canonicalizes and opens `root`. Throws an Error whose message is the JSON of the tool
    * error.
    */
@@ -172,6 +179,45 @@ export interface RunCommandResult {
   timeoutMs?: number
   note?: string
   error?: NativeError
+}
+
+/** The host's configuration of run_tests. */
+export interface RunTestsOptions {
+  /** The runners' PATH. */
+  path: string
+  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
+  env?: Array<EnvVar>
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  /** The Node.js for `node --test` and vitest (the host's `process.execPath`). */
+  nodePath: string
+  cargoHome?: string
+  rustupHome?: string
+  goCache?: string
+  goModCache?: string
+  /** Where the per-call scratch directories go. */
+  scratchDir: string
+  reaper?: string
+}
+
+export interface RunTestsResult {
+  report?: string
+  passed?: number
+  failed?: number
+  skipped?: number
+  failures?: Array<TestFailure>
+  buildErrors?: Array<string>
+  exitCode?: number
+  durationMs?: number
+  timeoutMs?: number
+  note?: string
+  error?: NativeError
+}
+
+export interface TestFailure {
+  name: string
+  file?: string
+  output: string
 }
 
 export interface WriteResult {

@@ -288,7 +288,12 @@ pub fn render(runner: &str, s: &Summary, exit_code: Option<i32>, note: Option<&s
             text.push('\n');
         }
     }
-    cut(text.trim_end(), MAX_REPORT_BYTES)
+    // The whole text, marker included, stays within the limit.
+    let text = text.trim_end();
+    if text.len() <= MAX_REPORT_BYTES {
+        return text.to_string();
+    }
+    cut(text, MAX_REPORT_BYTES - 48)
 }
 
 /// Bytes of one text kept in order up to a limit, with the rest counted.
@@ -392,7 +397,7 @@ mod tests {
         // Thousands of units: cut at 8 KiB with the note.
         s.units = (0..2_000).map(|i| Unit { passed: 1, ..Unit::new(format!("pkg/p{i}")) }).collect();
         let r = render("go", &s, Some(1), None);
-        assert!(r.len() < MAX_REPORT_BYTES + 40);
+        assert!(r.len() <= MAX_REPORT_BYTES);
         assert!(r.ends_with("more bytes not shown]"));
         assert!(r.contains("want 1, got 2"));
     }
