@@ -189,6 +189,7 @@ describe("run_command: policy and arguments", () => {
     expect((await run(allowOnly, { argv: ["sh", "-c", "echo hi && ls >/dev/null && echo ok"] })).output).toBe("hi\nok\n");
     const denyTouch = createRunCommandTool(root, { scratchDir, denyCommands: ["touch"] });
     expect(invalid(() => denyTouch.validate({ argv: ["sh", "-c", "touch made"] })).details).toMatchObject({ reason: "deny_listed" });
+    expect(denyTouch.description).toContain("These programs are refused: touch.");
   });
 
   test("argv shape: 1 to 64 strings, no NUL, timeoutMs a positive integer", async () => {

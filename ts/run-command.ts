@@ -152,7 +152,14 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
-function describe(timeoutMs: number, maxTimeoutMs: number, head: number, tail: number, allow: string[] | undefined): string {
+function describe(
+  timeoutMs: number,
+  maxTimeoutMs: number,
+  head: number,
+  tail: number,
+  allow: string[] | undefined,
+  deny: string[] | undefined,
+): string {
   return [
     "Run a program inside the workspace and return its exit code and output.",
     "argv is the program and its arguments as separate strings: there is no shell unless you run one (sh -c), so nothing is split, globbed or expanded.",
@@ -160,7 +167,11 @@ function describe(timeoutMs: number, maxTimeoutMs: number, head: number, tail: n
     "For pipelines, && and redirections use [\"sh\", \"-c\", \"...\"]: the script is parsed and every command in it is checked; redirections may only target workspace-relative paths or /dev/null, and command names must be literal.",
     allow
       ? `Only these programs may run: ${allow.slice(0, 40).join(", ")}${allow.length > 40 ? "…" : ""} (plus shell builtins).`
-      : "Privilege tools (sudo, su, doas, pkexec) are refused.",
+      : deny === undefined
+        ? "Privilege tools (sudo, su, doas, pkexec) are refused."
+        : deny.length > 0
+          ? `These programs are refused: ${deny.slice(0, 40).join(", ")}${deny.length > 40 ? "…" : ""}.`
+          : "Programs that run other programs in ways the policy cannot check (sudo, strace...) are refused.",
     "A refused command is TOOL_ARGUMENTS_INVALID with COMMAND_REFUSED and a hint.",
     `The command gets an empty stdin, a private HOME and TMPDIR that are deleted afterwards, and only PATH plus the variables the host allows. It runs in its own process group; it must finish within ${timeoutMs} ms unless timeoutMs asks otherwise (at most ${maxTimeoutMs} ms): then everything it started is killed and the call fails with COMMAND_TIMEOUT (partial output in the error's details).`,
     `stdout and stderr arrive together in order in output; of long output the first ${head} and last ${tail} bytes are kept with "[N bytes omitted]" between (truncated, omittedBytes).`,
@@ -211,7 +222,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
 
   return {
     name: "run_command",
-    description: describe(timeoutMs, maxTimeoutMs, head, tail, allow),
+    description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny),
     parameters,
     validate(input: unknown): RunCommandInput {
       checkSchema(parameters, input);
