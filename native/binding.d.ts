@@ -18,6 +18,16 @@ export declare class CancelHandle {
 
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
+  /**
+   * Checks run_command's input (policy, cwd grammar, timeout) without any effect. Throws
+   * (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   */
+  checkRunCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions): void
+  /**
+   * run_command: resolves to the output or to `{ error }` (timeout, cancellation, refusals);
+   * never rejects for a tool error. Throws synchronously when `options` are unusable.
+   */
+  runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions, cancel?: CancelHandle | undefined | null): Promise<RunCommandResult>
   /** list_files: resolves to the listing or to `{ error }`; never rejects. */
   listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
   /**
@@ -36,6 +46,13 @@ export declare class NativeWorkspace {
   readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ReadWindowResult>
   /** search_files: resolves to the matches or to `{ error }`; never rejects. */
   searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<SearchResult>
+  /**
+   * Checks run_tests's input (runner, args, timeout) without any effect. Throws (message: the
+   * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   */
+  checkRunTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions): void
+  /** run_tests: resolves to the report or to `{ error }`; never rejects for a tool error. */
+  runTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions, cancel?: CancelHandle | undefined | null): Promise<RunTestsResult>
   /**
    * Canonicalizes and opens `root`. Throws an Error whose message is the JSON of the tool
    * error.
@@ -176,6 +193,72 @@ export interface ReadWindowResult {
   error?: NativeError
 }
 
+/** The host's configuration of run_command. */
+export interface RunCommandOptions {
+  /** Replaces the default deny-list. */
+  denyCommands?: Array<string>
+  /** When set, the only programs that may run. */
+  allowCommands?: Array<string>
+  /** The child's PATH (also where `argv[0]` is looked up). */
+  path: string
+  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
+  env?: Array<EnvVar>
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  outputHeadBytes?: number
+  outputTailBytes?: number
+  /** Where the per-call scratch directories go (the host's temporary directory). */
+  scratchDir: string
+  /** `"auto"` (default), `"pidfd"` or `"thread"`. */
+  reaper?: string
+}
+
+export interface RunCommandResult {
+  exitCode?: number
+  signal?: string
+  output?: string
+  truncated?: boolean
+  omittedBytes?: number
+  timedOut?: boolean
+  durationMs?: number
+  timeoutMs?: number
+  note?: string
+  error?: NativeError
+}
+
+/** The host's configuration of run_tests. */
+export interface RunTestsOptions {
+  /** The runners' PATH. */
+  path: string
+  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
+  env?: Array<EnvVar>
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  /** The Node.js for `node --test` and vitest (the host's `process.execPath`). */
+  nodePath: string
+  cargoHome?: string
+  rustupHome?: string
+  goCache?: string
+  goModCache?: string
+  /** Where the per-call scratch directories go. */
+  scratchDir: string
+  reaper?: string
+}
+
+export interface RunTestsResult {
+  report?: string
+  passed?: number
+  failed?: number
+  skipped?: number
+  failures?: Array<TestFailure>
+  buildErrors?: Array<string>
+  exitCode?: number
+  durationMs?: number
+  timeoutMs?: number
+  note?: string
+  error?: NativeError
+}
+
 /** The arguments of one search, as plain data (strings checked for lone surrogates in Rust). */
 export interface SearchArgs {
   ignoreCase?: boolean
@@ -190,6 +273,12 @@ export interface SearchResult {
   filesSearched?: number
   note?: string
   error?: NativeError
+}
+
+export interface TestFailure {
+  name: string
+  file?: string
+  output: string
 }
 
 export interface WriteResult {

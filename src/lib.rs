@@ -3,6 +3,7 @@
 
 #![deny(clippy::all)]
 
+mod command;
 mod convert;
 mod hash;
 mod list;
@@ -11,6 +12,7 @@ mod policy;
 mod process;
 mod read;
 mod search;
+mod run_tests;
 mod workspace;
 mod write;
 

@@ -2,6 +2,8 @@ import { createNodeProcessTool, type NodeProcessToolOptions } from "./node-proce
 import { createReadTool, type ReadToolOptions } from "./read.js";
 import { createListTool, type ListToolOptions } from "./list.js";
 import { createSearchTool, type SearchToolOptions } from "./search.js";
+import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
+import { createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 
@@ -12,6 +14,8 @@ export interface CodingToolsOptions {
   list?: ListToolOptions;
   search?: SearchToolOptions;
   nodeProcess?: NodeProcessToolOptions;
+  runCommand?: RunCommandToolOptions;
+  runTests?: RunTestsToolOptions;
   /**
    * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
@@ -36,5 +40,7 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createSearchTool(root, options.search),
     createWriteTool(root, options.write),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
+    createRunCommandTool(root, { ...processes, ...options.runCommand }),
+    createRunTestsTool(root, { ...processes, ...options.runTests }),
   ];
 }

@@ -11,9 +11,12 @@
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
-//! - [`node`]: the `node_process` tool.
+//! - [`node`]: the `node_process` tool;
+//! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
+//! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test).
 
 pub mod cancel;
+pub mod command;
 pub mod error;
 pub mod hash;
 pub mod list;
@@ -26,6 +29,7 @@ pub mod read;
 pub mod root;
 pub mod search;
 pub mod target_lock;
+pub mod testrun;
 pub mod walk;
 pub mod write;
 
