@@ -4,6 +4,8 @@
 #![deny(clippy::all)]
 
 mod convert;
+mod edit;
+mod guard;
 mod hash;
 mod list;
 mod path;
