@@ -1,4 +1,4 @@
-import { mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, rename, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
@@ -67,6 +67,57 @@ describe("write guard", () => {
     const open = createWriteTool(root, { protect: [] });
     await open.execute(open.validate({ path: "x", content: "through\n" }), ctx());
     expect(await readFile(join(root, ".git/config"), "utf8")).toBe("through\n");
+    await noTemps(root);
+  });
+
+  test("racing a directory against a link to .git never lands a write (or a directory) in .git", async () => {
+    const { root } = await repo();
+    await mkdir(join(root, "d"));
+    const write = createWriteTool(root);
+    const edit = createEditTool(root);
+    let done = false;
+    let swaps = 0;
+    const attacker = (async () => {
+      while (!done) {
+        try {
+          await rename(join(root, "d"), join(root, "d.real"));
+          await symlink(".git", join(root, "d"));
+          await new Promise((r) => setImmediate(r));
+          await unlink(join(root, "d"));
+          await rename(join(root, "d.real"), join(root, "d"));
+          swaps++;
+        } catch {
+          // a writer created d meanwhile; put things back and go on
+          await rm(join(root, "d"), { recursive: true, force: true }).catch(() => {});
+          await rename(join(root, "d.real"), join(root, "d")).catch(() => {});
+        }
+      }
+    })();
+    const outcomes: Record<string, number> = {};
+    // Writers run in small batches until the attacker has swapped often enough.
+    for (let i = 0; swaps < 300 && i < 20_000; ) {
+      const batch: Promise<unknown>[] = [];
+      for (let k = 0; k < 8; k++, i++) {
+        const path = ["d/config", `d/sub${i % 5}/x`, "d/HEAD"][i % 3];
+        const p =
+          i % 4 === 3
+            ? edit.execute(edit.validate({ path: "d/config", edits: [{ oldText: "[core]", newText: "pwned" }] }), ctx())
+            : write.execute(write.validate({ path, content: "pwned\n" }), ctx());
+        batch.push(
+          p.then(
+            () => (outcomes.ok = (outcomes.ok ?? 0) + 1),
+            (e: any) => (outcomes[e.code] = (outcomes[e.code] ?? 0) + 1),
+          ),
+        );
+      }
+      await Promise.all(batch);
+    }
+    done = true;
+    await attacker;
+    console.log(`guard race: ${swaps} swaps, outcomes ${JSON.stringify(outcomes)}`);
+    expect(outcomes.PATH_PROTECTED ?? 0).toBeGreaterThan(0);
+    expect(await readFile(join(root, ".git/config"), "utf8")).toBe("[core]\n");
+    expect((await readdir(join(root, ".git"))).sort()).toEqual(["config"]);
     await noTemps(root);
   });
 

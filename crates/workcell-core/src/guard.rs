@@ -120,6 +120,28 @@ impl Guard {
         Ok(())
     }
 
+    /// Checks a directory about to be created: `lexical` (a prefix of `path`'s parents) would
+    /// appear as the last name of `lexical` inside `base`.
+    pub fn check_mkdir(&self, ws: &Workspace, path: &RelPath, base: &impl AsFd, lexical: &str) -> Result<()> {
+        let shown = path.as_str();
+        let mut real = real_rel(ws, base, shown)?;
+        let name = lexical.rsplit('/').next().unwrap_or(lexical);
+        real.push(name);
+        // The rest of the path below the new directory.
+        let rest = shown.strip_prefix(lexical).unwrap_or("").trim_start_matches('/');
+        let real_dir = real.to_string_lossy().into_owned();
+        if !rest.is_empty() {
+            real.push(rest);
+        }
+        let real = real.to_string_lossy().into_owned();
+        self.check_rel(shown, &real_dir)?;
+        self.check_rel(shown, &real)?;
+        if self.refuse_links && real_dir != lexical {
+            return Err(through_link(shown, lexical).with_details(serde_json::json!({ "resolvesTo": real_dir })));
+        }
+        Ok(())
+    }
+
     /// Checks the resolved target: a name in an open directory beneath the root.
     pub fn check_landing(&self, ws: &Workspace, path: &RelPath, dir: &impl AsFd, name: &OsStr) -> Result<()> {
         let shown = path.as_str();
@@ -243,6 +265,36 @@ mod tests {
         assert_eq!(fs::read_to_string(root.join(".git/config")).unwrap(), "through");
         // Other paths are fine.
         guarded(&ws, &guard, "src/ok.txt", "ok").await.unwrap();
+    }
+
+    #[test]
+    fn a_link_swapped_in_after_the_first_look_creates_nothing_in_a_protected_tree() {
+        // As if `d` had been a real directory during check_before and became a link to .git
+        // right after: resolution itself consults the guard before each mkdir and at the end.
+        let (_t, root, ws) = setup();
+        symlink(".git", root.join("d")).unwrap();
+        let guard = Guard::default_guard();
+        let cancel = Cancel::new();
+        for p in ["d/new/deeper/file", "d/config"] {
+            let rel = crate::parse_path(p).unwrap();
+            let err = match crate::write::resolve_guarded(&ws, &rel, &cancel, Some(&guard)) {
+                Err(e) => e,
+                Ok(r) => guard.check_landing(&ws, &rel, &r.dir, &r.name).unwrap_err(),
+            };
+            assert_eq!(err.code, Code::PathProtected, "{p}");
+        }
+        assert!(!root.join(".git/new").exists());
+        // The same with refuse_links only: no directory is created behind the link.
+        let links = Guard::new(&[] as &[&str], true).unwrap();
+        fs::create_dir(root.join("real")).unwrap();
+        symlink("real", root.join("r")).unwrap();
+        let rel = crate::parse_path("r/new/file").unwrap();
+        let err = crate::write::resolve_guarded(&ws, &rel, &cancel, Some(&links)).unwrap_err();
+        assert_eq!(err.code, Code::PathProtected);
+        assert!(!root.join("real/new").exists());
+        // Unguarded resolution does create it (so the refusals above are the guard's).
+        crate::write::resolve_guarded(&ws, &rel, &cancel, None).unwrap();
+        assert!(root.join("real/new").is_dir());
     }
 
     #[tokio::test]

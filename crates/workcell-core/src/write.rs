@@ -273,7 +273,7 @@ fn guarded_resolve<J: Job>(ws: &Workspace, job: &J, cancel: &Cancel) -> Result<R
         ws.check()?;
         guard.check_before(ws, job.path())?;
     }
-    let resolved = resolve(ws, job.path(), cancel)?;
+    let resolved = resolve_guarded(ws, job.path(), cancel, job.guard())?;
     if let Some(guard) = job.guard() {
         guard.check_landing(ws, job.path(), &resolved.dir, &resolved.name)?;
     }
@@ -463,7 +463,7 @@ fn fsync_dir(dir: &impl AsFd) -> std::io::Result<()> {
 /// Opens the parent directory of `path` beneath the root, creating missing directories one
 /// component at a time. Each step is looked up again from the root, so a directory swapped for
 /// a symlink mid-way can never lead outside.
-fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<(Dir, PathBuf)> {
+fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<(Dir, PathBuf)> {
     let shown = path.as_str();
     let Some(parent) = path.parent() else {
         return Ok((open_beneath(ws, Path::new("."), shown)?, PathBuf::from(".")));
@@ -482,6 +482,11 @@ fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<(Dir
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 cancel.check()?;
                 let base = open_beneath(ws, Path::new(&base_spelling), shown)?;
+                if let Some(guard) = guard {
+                    // Where the new directory would really appear (a link may have been swapped
+                    // in since the guard's first look).
+                    guard.check_mkdir(ws, path, &base, &next)?;
+                }
                 match rustix::fs::mkdirat(&base, segment, Mode::from_raw_mode(0o777)) {
                     Ok(()) => fsync_dir(&base).map_err(|e| Error::from_io(&e, shown))?,
                     Err(rustix::io::Errno::EXIST) => {}
@@ -597,10 +602,15 @@ fn names_directory(text: &[u8]) -> bool {
 /// Resolves the write target of `path`: creates missing parents, follows a final-component
 /// symlink while it stays inside, and refuses anything but a regular file or a free name.
 pub(crate) fn resolve(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Resolved> {
+    resolve_guarded(ws, path, cancel, None)
+}
+
+/// [`resolve`], with the write guard consulted before each directory it creates.
+pub(crate) fn resolve_guarded(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<Resolved> {
     cancel.check()?;
     ws.check()?;
     let shown = path.as_str();
-    let (mut dir, mut spelling) = ensure_parent(ws, path, cancel)?;
+    let (mut dir, mut spelling) = ensure_parent(ws, path, cancel, guard)?;
     let mut name = OsString::from(path.file_name());
     for _hop in 0..=MAX_SYMLINK_HOPS {
         cancel.check()?;
