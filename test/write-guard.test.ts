@@ -94,8 +94,9 @@ describe("write guard", () => {
       }
     })();
     const outcomes: Record<string, number> = {};
-    // Writers run in small batches until the attacker has swapped often enough.
-    for (let i = 0; swaps < 300 && i < 20_000; ) {
+    // Writers run in small batches until the attacker has swapped often enough and some write
+    // has met the link.
+    for (let i = 0; (swaps < 300 || !outcomes.PATH_PROTECTED) && i < 20_000; ) {
       const batch: Promise<unknown>[] = [];
       for (let k = 0; k < 8; k++, i++) {
         const path = ["d/config", `d/sub${i % 5}/x`, "d/HEAD"][i % 3];

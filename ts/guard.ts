@@ -17,14 +17,18 @@ export interface WriteGuardOptions {
 /** The default protected globs. */
 export const DEFAULT_PROTECT: readonly string[] = Object.freeze([".git/**"]);
 
-/** Compiles the guard once per tool (in Rust); throws a TypeError for an invalid glob. */
-export function makeWriteGuard(options: WriteGuardOptions): InstanceType<typeof binding.WriteGuard> {
+/**
+ * Compiles the guard once per tool (in Rust); throws a TypeError for an invalid glob. An empty
+ * guard (no globs, links allowed) is `undefined`: nothing to check.
+ */
+export function makeWriteGuard(options: WriteGuardOptions): InstanceType<typeof binding.WriteGuard> | undefined {
   const protect = options.protect ?? DEFAULT_PROTECT;
   if (!Array.isArray(protect) || protect.some((p) => typeof p !== "string")) {
     throw new TypeError("workcell: protect must be an array of glob strings");
   }
   const refuse = options.refuseLinksOnWrite ?? false;
   if (typeof refuse !== "boolean") throw new TypeError("workcell: refuseLinksOnWrite must be a boolean");
+  if (protect.length === 0 && !refuse) return undefined;
   try {
     return new binding.WriteGuard([...protect], refuse);
   } catch (err) {
