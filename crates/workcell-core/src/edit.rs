@@ -394,16 +394,53 @@ fn not_found(shown: &str, norm: &str, old: &str, i: usize) -> Error {
     }
 }
 
-/// A unified diff of two LF texts, cut at [`MAX_DIFF_BYTES`] on a line end with a note.
+/// A unified diff of two LF texts, cut at [`MAX_DIFF_BYTES`] on a line end with a note. The
+/// lines the texts share at both ends are set aside before diffing (an edit changes a small
+/// region of a larger file), then kept as context.
 fn unified_diff(shown: &str, old: &str, new: &str) -> String {
-    let diff = similar::TextDiff::from_lines(old, new);
-    let full = diff
-        .unified_diff()
-        .context_radius(DIFF_CONTEXT)
-        .missing_newline_hint(true)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
-    bound_diff(full)
+    use similar::{DiffOp, DiffTag};
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let (n, m) = (a.len(), b.len());
+    let mut ops = Vec::new();
+    if prefix > 0 {
+        ops.push(DiffOp::Equal { old_index: 0, new_index: 0, len: prefix });
+    }
+    ops.extend(similar::capture_diff(similar::Algorithm::Myers, &a[..], prefix..n - suffix, &b[..], prefix..m - suffix));
+    if suffix > 0 {
+        ops.push(DiffOp::Equal { old_index: n - suffix, new_index: m - suffix, len: suffix });
+    }
+    let mut out = String::new();
+    let groups = similar::group_diff_ops(ops, DIFF_CONTEXT);
+    if groups.is_empty() {
+        return out;
+    }
+    out.push_str(&format!("--- a/{shown}\n+++ b/{shown}\n"));
+    let line = |out: &mut String, sign: char, text: &str| {
+        out.push(sign);
+        out.push_str(text);
+        if !text.ends_with('\n') {
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    };
+    for group in groups {
+        out.push_str(&format!("{}\n", similar::udiff::UnifiedHunkHeader::new(&group)));
+        for op in group {
+            let (tag, old_range, new_range) = op.as_tag_tuple();
+            match tag {
+                DiffTag::Equal => old_range.for_each(|i| line(&mut out, ' ', a[i])),
+                DiffTag::Delete => old_range.for_each(|i| line(&mut out, '-', a[i])),
+                DiffTag::Insert => new_range.for_each(|i| line(&mut out, '+', b[i])),
+                DiffTag::Replace => {
+                    old_range.for_each(|i| line(&mut out, '-', a[i]));
+                    new_range.for_each(|i| line(&mut out, '+', b[i]));
+                }
+            }
+        }
+    }
+    bound_diff(out)
 }
 
 fn bound_diff(full: String) -> String {
@@ -526,6 +563,32 @@ mod tests {
         assert!(a.diff.contains("diff cut at 8192 bytes"));
         let small = apply("f", "a\nb\nc\n", &[e("b", "B")]).unwrap();
         assert_eq!(small.diff, "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n");
+    }
+
+    #[test]
+    fn the_trimmed_diff_equals_a_whole_file_diff() {
+        let whole = |a: &str, b: &str| {
+            similar::TextDiff::from_lines(a, b)
+                .unified_diff()
+                .context_radius(DIFF_CONTEXT)
+                .missing_newline_hint(true)
+                .header("a/f", "b/f")
+                .to_string()
+        };
+        let base: String = (0..60).map(|i| format!("line {i}\n")).collect();
+        let cases = [
+            (base.clone(), base.replace("line 3\n", "three\n").replace("line 40\n", "")),
+            (base.clone(), base.replace("line 0\n", "").replace("line 59\n", "end")),
+            ("a\nb".to_string(), "a\nc".to_string()),
+            ("a\nb\n".to_string(), "a\nb\nc".to_string()),
+            (String::new(), "x\n".to_string()),
+            ("x\n".to_string(), String::new()),
+            ("same\n".to_string(), "same\n".to_string()),
+            (base.clone(), base.replace("line 10\n", "line 10\nline 10\n")),
+        ];
+        for (a, b) in cases {
+            assert_eq!(unified_diff("f", &a, &b), whole(&a, &b), "{a:?} -> {b:?}");
+        }
     }
 
     #[tokio::test]

@@ -11,9 +11,9 @@
 //! Both refusals are `PATH_PROTECTED`. A pattern is matched twice: against the normalized path
 //! as the model named it, before anything happens, and against the path the write really
 //! lands on, read back from the open directory handle the write uses (so a symlink
-//! `x -> .git/config` or `d -> .git` cannot get around it). Before missing parent directories
-//! are created, the deepest existing ancestor is resolved the same way, so no directory is
-//! created inside a protected tree through a link either.
+//! `x -> .git/config` or `d -> .git` cannot get around it). Before each missing parent
+//! directory is created, where it would really appear is checked the same way, so no directory
+//! is created inside a protected tree through a link either.
 
 use std::ffi::OsStr;
 use std::os::fd::AsFd;
@@ -81,8 +81,9 @@ impl Guard {
         }
     }
 
-    /// Checks before any effect: the path as named; with `refuse_links`, no component is a
-    /// symlink; and the deepest existing ancestor's real location joined with the rest.
+    /// Checks before any effect: the path as named and, with `refuse_links`, that no existing
+    /// component is a symlink. (Where directories really get created and where the file really
+    /// lands are checked by [`Guard::check_mkdir`] and [`Guard::check_landing`].)
     pub fn check_before(&self, ws: &Workspace, path: &RelPath) -> Result<()> {
         let shown = path.as_str();
         self.check_rel(shown, shown)?;
@@ -101,21 +102,6 @@ impl Guard {
                     _ => break,
                 }
             }
-        }
-        // The deepest existing directory among the parents, as it really is.
-        for n in (0..segments.len()).rev() {
-            let spelling = if n == 0 { ".".to_string() } else { segments[..n].join("/") };
-            let dir = match ws.dir().open_dir(&spelling) {
-                Ok(d) => d,
-                Err(_) => continue,
-            };
-            let mut real = real_rel(ws, &dir, shown)?;
-            for seg in &segments[n..] {
-                real.push(seg);
-            }
-            let real = real.to_string_lossy().into_owned();
-            self.check_rel(shown, &real)?;
-            break;
         }
         Ok(())
     }
