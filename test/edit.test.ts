@@ -5,6 +5,7 @@ import {
   ToolError,
   ToolRegistry,
   createCodingTools,
+  isAbortError,
   createEditTool,
   createWriteTool,
   executeToolCall,
@@ -191,6 +192,20 @@ describe("edit_file", () => {
     await symlink("../outside.txt", join(root, "out"));
     expect((await editErr(tool, { path: "out", edits: e })).code).toBe("PATH_ESCAPES_WORKSPACE");
     expect(await readFile(join(parent, "outside.txt"), "utf8")).toBe("a");
+    await noTemps(root);
+  });
+
+  test("an aborted signal rejects with an AbortError and changes nothing", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "keep\n");
+    const tool = createEditTool(root);
+    const ac = new AbortController();
+    ac.abort();
+    const err = await tool
+      .execute(tool.validate({ path: "a.txt", edits: [{ oldText: "keep", newText: "lost" }] }), ctx(ac.signal))
+      .catch((e) => e);
+    expect(isAbortError(err)).toBe(true);
+    expect(await readFile(join(root, "a.txt"), "utf8")).toBe("keep\n");
     await noTemps(root);
   });
 
