@@ -18,6 +18,10 @@
 //!    file is the temp. Any failure before the rename removes the temp (only if the name still
 //!    names the file this call created) and leaves the old target untouched.
 //!
+//! The phases are shared with `edit_file` through [`Job`]: a job is checked against the write
+//! guard ([`crate::guard`]) around resolution, and its [`Job::run`] (for `write_file`: the
+//! `expectedHash` check, then the install) runs while the lock is held.
+//!
 //! Waiting for the lock is asynchronous; the filesystem work runs on tokio's blocking pool,
 //! never on the caller's thread (Node's event loop).
 
@@ -599,13 +603,15 @@ fn names_directory(text: &[u8]) -> bool {
     last.is_empty() || last == b"." || last == b".."
 }
 
-/// Resolves the write target of `path`: creates missing parents, follows a final-component
-/// symlink while it stays inside, and refuses anything but a regular file or a free name.
+/// Resolution without a guard (tests).
+#[cfg(test)]
 pub(crate) fn resolve(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Resolved> {
     resolve_guarded(ws, path, cancel, None)
 }
 
-/// [`resolve`], with the write guard consulted before each directory it creates.
+/// Resolves the write target of `path`: creates missing parents (consulting `guard` before
+/// each), follows a final-component symlink while it stays inside, and refuses anything but a
+/// regular file or a free name.
 pub(crate) fn resolve_guarded(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<Resolved> {
     cancel.check()?;
     ws.check()?;
