@@ -181,6 +181,22 @@ describe("expectedHash on write_file", () => {
     await noTemps(root);
   });
 
+  test("hashFile of a symlink names what a write through it replaces", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "real.txt"), "real");
+    await symlink("real.txt", join(root, "l"));
+    const write = createWriteTool(root);
+    const edit = createEditTool(root);
+    const h = await hashFile(root, "l");
+    expect(h).toBe(await hashFile(root, "real.txt"));
+    await write.execute(write.validate({ path: "l", content: "real 2", expectedHash: h }), ctx());
+    await edit.execute(edit.validate({ path: "l", edits: [{ oldText: "2", newText: "3" }], expectedHash: await hashFile(root, "l") }), ctx());
+    expect(await readFile(join(root, "real.txt"), "utf8")).toBe("real 3");
+    const err = await fails(write.execute(write.validate({ path: "l", content: "x", expectedHash: h }), ctx()));
+    expect(err.code).toBe("TARGET_CHANGED");
+    expect((err.details as any).actualHash).toBe(await hashFile(root, "real.txt"));
+  });
+
   test("is checked under the lock: of two writes approved against one hash, only the first lands", async () => {
     const { root } = await tempWorkspace();
     await writeFile(join(root, "t.txt"), "base");
