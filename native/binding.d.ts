@@ -28,6 +28,11 @@ export declare class NativeWorkspace {
    * never rejects for a tool error. Throws synchronously when `options` are unusable.
    */
   runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions, cancel?: CancelHandle | undefined | null): Promise<RunCommandResult>
+  /**
+   * edit_file: resolves to `{ path, edits, bytes, diff }` or to `{ error }`; never rejects.
+   * Takes its place in the target's write queue synchronously (shared with write_file).
+   */
+  editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<EditResult>
   /** list_files: resolves to the listing or to `{ error }`; never rejects. */
   listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
   /**
@@ -66,7 +71,16 @@ export declare class NativeWorkspace {
    * call order; all filesystem work happens off the JS thread (usually on one blocking-pool
    * thread, which settles the promise directly).
    */
-  writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<WriteResult>
+  writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<WriteResult>
+}
+
+/**
+ * A compiled write guard (protected globs, links refused), shared by a workspace's writing
+ * tools. The decisions are made in workcell-core.
+ */
+export declare class WriteGuard {
+  /** Compiles the globs; throws a TypeError naming an invalid one. */
+  constructor(protect: Array<string>, refuseLinks: boolean)
 }
 
 /**
@@ -74,6 +88,12 @@ export declare class NativeWorkspace {
  * `TOOL_ARGUMENTS_INVALID` with `COMMAND_REFUSED` (or a shape reason) instead.
  */
 export declare function checkCommand(argv: Array<string>, policy?: NativeCommandPolicy | undefined | null): CommandCheckResult
+
+/**
+ * Applies edit_file's effect-free checks and returns the normalized path; throws (message:
+ * the tool error's JSON).
+ */
+export declare function checkEditArguments(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null): string
 
 /**
  * Compiles a search pattern (and glob) without searching; throws (message: the tool error's
@@ -96,6 +116,20 @@ export interface CommandCheckResult {
 
 /** The default deny-list. */
 export declare function defaultDenyCommands(): Array<string>
+
+/** One replacement, as the model sent it. */
+export interface EditArg {
+  oldText: string
+  newText: string
+}
+
+export interface EditResult {
+  path?: string
+  edits?: number
+  bytes?: number
+  diff?: string
+  error?: NativeError
+}
 
 /** One environment variable for the child. */
 export interface EnvVar {

@@ -773,10 +773,12 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, checkCommand, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper } = nativeBinding
+const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
+export { WriteGuard }
 export { checkCommand }
+export { checkEditArguments }
 export { checkSearchPattern }
 export { checkWriteArguments }
 export { defaultDenyCommands }

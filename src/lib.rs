@@ -5,6 +5,8 @@
 
 mod command;
 mod convert;
+mod edit;
+mod guard;
 mod hash;
 mod list;
 mod path;

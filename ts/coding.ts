@@ -6,11 +6,16 @@ import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.
 import { createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
+import { createEditTool, type EditToolOptions } from "./edit.js";
+import type { WriteGuardOptions } from "./guard.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
+  edit?: EditToolOptions;
+  /** The write guard of every writing tool (write_file, edit_file); a tool's own options override it. */
+  guard?: WriteGuardOptions;
   list?: ListToolOptions;
   search?: SearchToolOptions;
   nodeProcess?: NodeProcessToolOptions;
@@ -38,7 +43,8 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createReadTool(root, options.read),
     createListTool(root, options.list),
     createSearchTool(root, options.search),
-    createWriteTool(root, options.write),
+    createWriteTool(root, { ...options.guard, ...options.write }),
+    createEditTool(root, { ...options.guard, ...options.edit }),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
     createRunCommandTool(root, { ...processes, ...options.runCommand }),
     createRunTestsTool(root, { ...processes, ...options.runTests }),

@@ -123,6 +123,36 @@ pub fn hash_file(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Stri
     Ok(hex(&hasher.finalize()))
 }
 
+/// The approval hash of a resolved write target (a name in an open directory, any final
+/// symlink already followed), computed under the target's lock. Same strings as [`hash_file`].
+pub(crate) fn hash_at(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, shown: &str, cancel: &Cancel) -> Result<String> {
+    use crate::write::{open_at, AtTarget};
+    let file = match open_at(dir, name, shown)? {
+        AtTarget::Absent => return Ok(ABSENT.to_string()),
+        AtTarget::Other(kind) => return Ok(not_regular(kind)),
+        AtTarget::File(f) => f,
+    };
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    let mut reader = (&file).take(MAX_HASH_BYTES + 1);
+    loop {
+        cancel.check()?;
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::from_io(&e, shown)),
+        };
+        total += n as u64;
+        if total > MAX_HASH_BYTES {
+            return Err(too_large(shown));
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! - [`write`]: `write_file`, with [`target_lock`] serializing writes per target;
 //! - [`walk`]: the confined directory walk; [`list`]: `list_files`; [`search`]: `search_files`;
 //! - [`hash`]: approval hashes (`hashFile`);
+//! - [`edit`]: `edit_file`; [`guard`]: the write guard (protected globs, links refused);
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
@@ -17,7 +18,9 @@
 
 pub mod cancel;
 pub mod command;
+pub mod edit;
 pub mod error;
+pub mod guard;
 pub mod hash;
 pub mod list;
 pub mod node;
