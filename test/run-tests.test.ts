@@ -48,6 +48,7 @@ interface Outcome {
 /** Runs the tool with a fresh marker in WC_MARK and the secret in the host's environment. */
 async function runTests(root: string, scratchDir: string, input: Record<string, unknown>, timeoutMs = 60_000): Promise<Outcome> {
   const mark = marker();
+  const saved = { OPENAI_API_KEY: process.env.OPENAI_API_KEY };
   process.env.WC_MARK = mark;
   process.env.WC_TEST_API_KEY = SECRET;
   process.env.OPENAI_API_KEY = SECRET;
@@ -68,7 +69,8 @@ async function runTests(root: string, scratchDir: string, input: Record<string, 
   } finally {
     delete process.env.WC_MARK;
     delete process.env.WC_TEST_API_KEY;
-    delete process.env.OPENAI_API_KEY;
+    if (saved.OPENAI_API_KEY === undefined) delete process.env.OPENAI_API_KEY;
+    else process.env.OPENAI_API_KEY = saved.OPENAI_API_KEY;
   }
 }
 
@@ -218,7 +220,13 @@ describe("run_tests: vitest", () => {
     scratchDir = join(base, "scratch");
     mkdirSync(root);
     mkdirSync(scratchDir);
-    execFileSync("cp", ["-al", join(REPO, "node_modules"), join(root, "node_modules")]);
+    // Hard links when the temporary directory is on the same file system, a copy otherwise.
+    try {
+      execFileSync("cp", ["-al", join(REPO, "node_modules"), join(root, "node_modules")], { stdio: "ignore" });
+    } catch {
+      rmSync(join(root, "node_modules"), { recursive: true, force: true });
+      execFileSync("cp", ["-a", join(REPO, "node_modules"), join(root, "node_modules")]);
+    }
     const files: Files = {
       "package.json": '{ "name": "fixture", "type": "module" }\n',
       "src/add.ts": "export const add = (a: number, b: number) => a + b + 0;\n",
@@ -265,7 +273,7 @@ test("no key", () => {
       mkdirSync(dirname(join(root, name)), { recursive: true });
       writeFileSync(join(root, name), text);
     }
-  });
+  }, 120_000);
   afterAll(() => {
     if (base) rmSync(base, { recursive: true, force: true });
   });
