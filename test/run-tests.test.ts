@@ -491,6 +491,9 @@ describe.skipIf(!HAS_GO)("run_tests: go", () => {
     expect(counts(r)).toEqual({ passed: 1, failed: 1, skipped: 0 });
     expect(r.failures[0]!.name).toBe("TestPrintsAndFails");
     expect(Buffer.byteLength(r.failures[0]!.output)).toBeLessThan(2 * 1024);
+    // The end of a long output is kept: that is where the failure is.
+    expect(r.failures[0]!.output).toContain("FAILED-AFTER-PRINTING");
+    expect(r.failures[0]!.output).toMatch(/more bytes not shown|bytes omitted/);
     expect(r.report).not.toContain("ppppp");
     expect(growth).toBeLessThan(64 * 1024 * 1024);
     expect(counts(ok(await runTests(root, scratchDir, { runner: "go", args: ["./background"] })))).toEqual({ passed: 1, failed: 0, skipped: 0 });
@@ -559,6 +562,9 @@ mod tests {
     const adds = r.failures.find((f) => f.name === "tests::adds")!;
     expect(adds).toMatchObject({ file: "src/lib.rs" });
     expect(adds.output).toContain("add(2, 2) should be 5");
+    const printer = r.failures.find((f) => f.name === "tests::prints_and_fails")!;
+    expect(printer.output).toContain("FAILED-AFTER-PRINTING");
+    expect(Buffer.byteLength(printer.output)).toBeLessThan(2 * 1024);
     expect(r.report).not.toContain("NOISE-FROM-PASSING");
     expect(r.report).not.toContain("ppppp");
     expect(growth).toBeLessThan(64 * 1024 * 1024);

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::report::{Bounded, Cleaner, Summary, Unit, MAX_TEST_OUTPUT};
+use super::report::{Bounded, Cleaner, Kept, Summary, Unit, MAX_TEST_OUTPUT};
 use super::sink::Parser;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -23,13 +23,13 @@ struct Test {
     pkg: String,
     name: String,
     status: Status,
-    output: Option<Bounded>,
+    output: Option<Kept>,
 }
 
 struct Package {
     name: String,
     status: Option<Status>,
-    output: Bounded,
+    output: Kept,
     build_failed: bool,
     no_tests: bool,
 }
@@ -64,7 +64,7 @@ impl GoParser {
             self.packages.push(Package {
                 name: name.to_string(),
                 status: None,
-                output: Bounded::new(MAX_TEST_OUTPUT),
+                output: Kept::new(MAX_TEST_OUTPUT),
                 build_failed: false,
                 no_tests: false,
             });
@@ -80,7 +80,7 @@ impl GoParser {
                 pkg: pkg.to_string(),
                 name: name.to_string(),
                 status: Status::Running,
-                output: Some(Bounded::new(MAX_TEST_OUTPUT)),
+                output: Some(Kept::new(MAX_TEST_OUTPUT)),
             });
             self.tests.len() - 1
         });

@@ -394,6 +394,8 @@ fn environment(runner: Runner, opts: &TestsOptions, scratch: &Scratch) -> Result
                 set("RUSTUP_HOME", home.clone().into_os_string());
             }
             set("CARGO_NET_OFFLINE", os("true"));
+            // A rust-toolchain file naming a toolchain that is not installed must not download it.
+            set("RUSTUP_AUTO_INSTALL", os("0"));
             set("CARGO_TERM_COLOR", os("never"));
             set("CARGO_TERM_PROGRESS_WHEN", os("never"));
         }
