@@ -30,7 +30,7 @@ export interface RunTestsOutput {
   passed: number;
   failed: number;
   skipped: number;
-  /** At most 50, each output at most 1,536 bytes. */
+  /** At most 50; each output is cut to about 1.5 KiB, keeping its start and its end. */
   failures: TestFailure[];
   buildErrors: string[];
   exitCode: number | null;
