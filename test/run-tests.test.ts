@@ -686,3 +686,13 @@ describe("run_tests: the tool", () => {
     expect(content(refused).error).toMatchObject({ code: "TOOL_ARGUMENTS_INVALID", message: "COMMAND_REFUSED" });
   });
 });
+
+test("the host's command policy covers the runners", async () => {
+  const { root } = await tempWorkspace();
+  const onlyNode = createRunTestsTool(root, { allowCommands: ["node"] });
+  expect(() => onlyNode.validate({ runner: "node" })).not.toThrow();
+  expect(() => onlyNode.validate({ runner: "go" })).toThrow(expect.objectContaining({ message: "COMMAND_REFUSED", details: expect.objectContaining({ reason: "not_allow_listed" }) }));
+  const noCargo = createRunTestsTool(root, { denyCommands: ["cargo"] });
+  expect(() => noCargo.validate({ runner: "cargo" })).toThrow(expect.objectContaining({ message: "COMMAND_REFUSED" }));
+  expect(() => createRunTestsTool(root, { denyCommands: ["node"] })).not.toThrow();
+});

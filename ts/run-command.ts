@@ -2,6 +2,7 @@ import { realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { sep } from "node:path";
 import type { RunCommandOptions as NativeRunCommandOptions } from "../native/binding.js";
+import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import type { CommandPolicy } from "./policy.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
@@ -232,11 +233,13 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     scratchDir,
     reaper,
   });
-  // The same checks Rust makes on every call: a misconfiguration shows at creation.
+  // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
+  // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
   try {
     ws.checkRunCommand(["true"], undefined, undefined, nativeOptions());
   } catch (err) {
-    throw new TypeError(fromThrown(err).message);
+    const e = fromThrown(err);
+    if (!(e instanceof ToolError)) throw new TypeError(e.message);
   }
 
   return {

@@ -42,6 +42,7 @@ use crate::command::launch::{self, Launch};
 use crate::command::{effective_timeout, find_command, misconfigured, Scratch};
 use crate::error::{Code, Error, Reason, Result};
 use crate::node::Prepare;
+use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
 use crate::root::Workspace;
 
@@ -94,6 +95,9 @@ pub struct TestsRequest {
 /// What the host configures.
 #[derive(Clone)]
 pub struct TestsOptions {
+    /// The command policy run_command applies, applied to `[runner, ...args]` (so a host's
+    /// deny- or allow-list covers the runners too).
+    pub policy: Policy,
     /// The runners' PATH (where `go` and `cargo` are looked up).
     pub path: OsString,
     /// Variables passed from the host (never PATH, HOME or TMPDIR).
@@ -132,6 +136,7 @@ impl std::fmt::Debug for TestsOptions {
 impl TestsOptions {
     pub fn new(path: impl Into<OsString>, node_path: impl Into<PathBuf>) -> Self {
         TestsOptions {
+            policy: Policy::default(),
             path: path.into(),
             env: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
@@ -188,6 +193,8 @@ pub fn check_request(req: &TestsRequest, opts: &TestsOptions) -> Result<CheckedT
             .with_details(serde_json::json!({ "at": "arguments.runner" }))
     })?;
     args::check_args(runner, &req.args)?;
+    let argv: Vec<String> = std::iter::once(runner.as_str().to_string()).chain(req.args.iter().cloned()).collect();
+    crate::policy::check_command(&argv, &opts.policy)?;
     let (timeout, note) = effective_timeout(req.timeout_ms, opts.timeout, opts.max_timeout)?;
     Ok(CheckedTests { runner, timeout, note })
 }
@@ -569,5 +576,14 @@ mod tests {
         assert_eq!(c.timeout, DEFAULT_MAX_TIMEOUT);
         assert!(c.note.unwrap().contains("clamped"));
         assert_eq!(check_request(&req("cargo", &["--", "--nocapture"], None), &opts).unwrap_err().reason(), Some("COMMAND_REFUSED"));
+        // The host's command policy covers the runners.
+        let mut only_node = TestsOptions::new("/usr/bin", "/usr/bin/node");
+        only_node.policy = Policy::default().with_allow(["node"]);
+        assert!(check_request(&req("node", &[], None), &only_node).is_ok());
+        let e = check_request(&req("go", &[], None), &only_node).unwrap_err();
+        assert_eq!((e.reason(), e.details.unwrap()["reason"].as_str()), (Some("COMMAND_REFUSED"), Some("not_allow_listed")));
+        let mut no_cargo = TestsOptions::new("/usr/bin", "/usr/bin/node");
+        no_cargo.policy = Policy::default().with_deny(["cargo"]);
+        assert_eq!(check_request(&req("cargo", &[], None), &no_cargo).unwrap_err().reason(), Some("COMMAND_REFUSED"));
     }
 }
