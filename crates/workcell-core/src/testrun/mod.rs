@@ -487,9 +487,11 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
         Runner::Vitest => AnyParser::Vitest(vitest::VitestOutput::new(cleaner.clone())),
     };
     let launch = Launch { program: plan.program, arg0: plan.arg0, args: plan.args, env: environment(runner, opts, &scratch)? };
-    let spec = launch::spawn_spec(launch, workdir);
+    let spec = launch::spawn_spec(launch, &workdir);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
-    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await?;
+    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await;
+    drop(workdir);
+    let finished = finished?;
     let mut sink = finished.stdout;
     sink.flush();
     let status = finished.status.unwrap_or_default();
