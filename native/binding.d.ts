@@ -262,6 +262,10 @@ export interface RunCommandResult {
 
 /** The host's configuration of run_tests. */
 export interface RunTestsOptions {
+  /** Replaces the default deny-list (applied to `[runner, ...args]`). */
+  denyCommands?: Array<string>
+  /** When set, the only programs (runners) that may run. */
+  allowCommands?: Array<string>
   /** The runners' PATH. */
   path: string
   /** Variables passed from the host (names listed in `inheritEnv`, with their values). */

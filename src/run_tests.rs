@@ -8,7 +8,7 @@ use napi::Env;
 use napi_derive::napi;
 use workcell_core::testrun::{self, TestsOptions, TestsOutput, TestsRequest};
 
-use crate::command::reaper_of;
+use crate::command::{policy_of, reaper_of};
 use crate::convert::{strict_string, throw, NativeError};
 use crate::process::EnvVar;
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
@@ -16,6 +16,10 @@ use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 /// The host's configuration of run_tests.
 #[napi(object)]
 pub struct RunTestsOptions {
+    /// Replaces the default deny-list (applied to `[runner, ...args]`).
+    pub deny_commands: Option<Vec<String>>,
+    /// When set, the only programs (runners) that may run.
+    pub allow_commands: Option<Vec<String>>,
     /// The runners' PATH.
     pub path: String,
     /// Variables passed from the host (names listed in `inheritEnv`, with their values).
@@ -90,6 +94,7 @@ impl From<workcell_core::Result<TestsOutput>> for RunTestsResult {
 
 fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     let mut opts = TestsOptions::new(o.path, o.node_path);
+    opts.policy = policy_of(o.deny_commands, o.allow_commands);
     opts.env = o.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
     if let Some(ms) = o.timeout_ms {
         opts.timeout = Duration::from_millis(ms as u64);

@@ -258,3 +258,21 @@ describe("run_command: cancellation", () => {
     expect(await readdir(scratchDir)).toEqual([]);
   });
 });
+
+test("a workspace that contains the host's temporary directory still gets a scratch directory outside it", async () => {
+  const { root } = await tempWorkspace();
+  const inner = join(root, "tmp");
+  await mkdir(inner);
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = inner;
+  try {
+    const tool = createRunCommandTool(root);
+    const out = await tool.execute(tool.validate({ argv: ["sh", "-c", 'echo "$HOME"'] }), ctx());
+    expect(out.output.startsWith(await realpath(root))).toBe(false);
+    expect(out.output).toMatch(/workcell-scratch-[0-9a-f]{16}\/home\n$/);
+    expect(await readdir(inner)).toEqual([]);
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
+});

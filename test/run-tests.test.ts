@@ -48,6 +48,7 @@ interface Outcome {
 /** Runs the tool with a fresh marker in WC_MARK and the secret in the host's environment. */
 async function runTests(root: string, scratchDir: string, input: Record<string, unknown>, timeoutMs = 60_000): Promise<Outcome> {
   const mark = marker();
+  const saved = { OPENAI_API_KEY: process.env.OPENAI_API_KEY };
   process.env.WC_MARK = mark;
   process.env.WC_TEST_API_KEY = SECRET;
   process.env.OPENAI_API_KEY = SECRET;
@@ -68,7 +69,8 @@ async function runTests(root: string, scratchDir: string, input: Record<string, 
   } finally {
     delete process.env.WC_MARK;
     delete process.env.WC_TEST_API_KEY;
-    delete process.env.OPENAI_API_KEY;
+    if (saved.OPENAI_API_KEY === undefined) delete process.env.OPENAI_API_KEY;
+    else process.env.OPENAI_API_KEY = saved.OPENAI_API_KEY;
   }
 }
 
@@ -218,7 +220,13 @@ describe("run_tests: vitest", () => {
     scratchDir = join(base, "scratch");
     mkdirSync(root);
     mkdirSync(scratchDir);
-    execFileSync("cp", ["-al", join(REPO, "node_modules"), join(root, "node_modules")]);
+    // Hard links when the temporary directory is on the same file system, a copy otherwise.
+    try {
+      execFileSync("cp", ["-al", join(REPO, "node_modules"), join(root, "node_modules")], { stdio: "ignore" });
+    } catch {
+      rmSync(join(root, "node_modules"), { recursive: true, force: true });
+      execFileSync("cp", ["-a", join(REPO, "node_modules"), join(root, "node_modules")]);
+    }
     const files: Files = {
       "package.json": '{ "name": "fixture", "type": "module" }\n',
       "src/add.ts": "export const add = (a: number, b: number) => a + b + 0;\n",
@@ -265,7 +273,7 @@ test("no key", () => {
       mkdirSync(dirname(join(root, name)), { recursive: true });
       writeFileSync(join(root, name), text);
     }
-  });
+  }, 120_000);
   afterAll(() => {
     if (base) rmSync(base, { recursive: true, force: true });
   });
@@ -483,6 +491,9 @@ describe.skipIf(!HAS_GO)("run_tests: go", () => {
     expect(counts(r)).toEqual({ passed: 1, failed: 1, skipped: 0 });
     expect(r.failures[0]!.name).toBe("TestPrintsAndFails");
     expect(Buffer.byteLength(r.failures[0]!.output)).toBeLessThan(2 * 1024);
+    // The end of a long output is kept: that is where the failure is.
+    expect(r.failures[0]!.output).toContain("FAILED-AFTER-PRINTING");
+    expect(r.failures[0]!.output).toMatch(/more bytes not shown|bytes omitted/);
     expect(r.report).not.toContain("ppppp");
     expect(growth).toBeLessThan(64 * 1024 * 1024);
     expect(counts(ok(await runTests(root, scratchDir, { runner: "go", args: ["./background"] })))).toEqual({ passed: 1, failed: 0, skipped: 0 });
@@ -551,6 +562,9 @@ mod tests {
     const adds = r.failures.find((f) => f.name === "tests::adds")!;
     expect(adds).toMatchObject({ file: "src/lib.rs" });
     expect(adds.output).toContain("add(2, 2) should be 5");
+    const printer = r.failures.find((f) => f.name === "tests::prints_and_fails")!;
+    expect(printer.output).toContain("FAILED-AFTER-PRINTING");
+    expect(Buffer.byteLength(printer.output)).toBeLessThan(2 * 1024);
     expect(r.report).not.toContain("NOISE-FROM-PASSING");
     expect(r.report).not.toContain("ppppp");
     expect(growth).toBeLessThan(64 * 1024 * 1024);
@@ -671,4 +685,14 @@ describe("run_tests: the tool", () => {
     const refused = await executeToolCall(registry, call("run_tests", { runner: "vitest", args: ["--watch"] }), new AbortController().signal);
     expect(content(refused).error).toMatchObject({ code: "TOOL_ARGUMENTS_INVALID", message: "COMMAND_REFUSED" });
   });
+});
+
+test("the host's command policy covers the runners", async () => {
+  const { root } = await tempWorkspace();
+  const onlyNode = createRunTestsTool(root, { allowCommands: ["node"] });
+  expect(() => onlyNode.validate({ runner: "node" })).not.toThrow();
+  expect(() => onlyNode.validate({ runner: "go" })).toThrow(expect.objectContaining({ message: "COMMAND_REFUSED", details: expect.objectContaining({ reason: "not_allow_listed" }) }));
+  const noCargo = createRunTestsTool(root, { denyCommands: ["cargo"] });
+  expect(() => noCargo.validate({ runner: "cargo" })).toThrow(expect.objectContaining({ message: "COMMAND_REFUSED" }));
+  expect(() => createRunTestsTool(root, { denyCommands: ["node"] })).not.toThrow();
 });

@@ -1,7 +1,8 @@
-import { realpathSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { sep } from "node:path";
 import type { RunCommandOptions as NativeRunCommandOptions } from "../native/binding.js";
+import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import type { CommandPolicy } from "./policy.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
@@ -108,18 +109,37 @@ export function inheritedEnv(tool: string, value: unknown): () => { name: string
   };
 }
 
-/** Checks that the scratch parent exists and is outside the workspace; returns its real path. */
+function outside(real: string, canonicalRoot: string): boolean {
+  return real !== canonicalRoot && !real.startsWith(canonicalRoot.endsWith(sep) ? canonicalRoot : canonicalRoot + sep);
+}
+
+/**
+ * The parent of the per-call scratch directories: `dir` when given (it must exist and be outside
+ * the workspace), otherwise the first of `os.tmpdir()`, /tmp, /var/tmp, /dev/shm that is a
+ * directory outside the workspace. Returns its real path.
+ */
 export function scratchParent(tool: string, dir: unknown, canonicalRoot: string): string {
   if (dir !== undefined && (typeof dir !== "string" || dir.length === 0)) {
     throw new TypeError(`workcell: ${tool} option scratchDir must be a directory path`);
   }
+  if (dir === undefined) {
+    for (const candidate of [tmpdir(), "/tmp", "/var/tmp", "/dev/shm"]) {
+      try {
+        const real = realpathSync(candidate);
+        if (statSync(real).isDirectory() && outside(real, canonicalRoot)) return real;
+      } catch {
+        // not usable here
+      }
+    }
+    throw new TypeError(`workcell: ${tool}: no temporary directory outside the workspace was found; pass scratchDir`);
+  }
   let real: string;
   try {
-    real = realpathSync((dir as string | undefined) ?? tmpdir());
+    real = realpathSync(dir as string);
   } catch (err) {
     throw new TypeError(`workcell: ${tool}: the scratch directory's parent cannot be used: ${(err as Error).message}`);
   }
-  if (real === canonicalRoot || real.startsWith(canonicalRoot.endsWith(sep) ? canonicalRoot : canonicalRoot + sep)) {
+  if (!outside(real, canonicalRoot)) {
     throw new TypeError(
       `workcell: ${tool}: the scratch directory's parent ${real} is inside the workspace; pass scratchDir, a temporary directory outside it`,
     );
@@ -213,11 +233,13 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     scratchDir,
     reaper,
   });
-  // The same checks Rust makes on every call: a misconfiguration shows at creation.
+  // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
+  // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
   try {
     ws.checkRunCommand(["true"], undefined, undefined, nativeOptions());
   } catch (err) {
-    throw new TypeError(fromThrown(err).message);
+    const e = fromThrown(err);
+    if (!(e instanceof ToolError)) throw new TypeError(e.message);
   }
 
   return {

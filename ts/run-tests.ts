@@ -2,8 +2,10 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import type { RunTestsOptions as NativeRunTestsOptions } from "../native/binding.js";
+import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
+import type { CommandPolicy } from "./policy.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -30,7 +32,7 @@ export interface RunTestsOutput {
   passed: number;
   failed: number;
   skipped: number;
-  /** At most 50, each output at most 1,536 bytes. */
+  /** At most 50; each output is cut to about 1.5 KiB, keeping its start and its end. */
   failures: TestFailure[];
   buildErrors: string[];
   exitCode: number | null;
@@ -41,7 +43,7 @@ export interface RunTestsOutput {
   note?: string;
 }
 
-export interface RunTestsToolOptions {
+export interface RunTestsToolOptions extends CommandPolicy {
   /** Names of host environment variables the tests may see (read at call time). */
   inheritEnv?: readonly string[];
   /** The runners' PATH (default: the host's PATH when the tool is created). */
@@ -146,7 +148,16 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
   const reaper = options.reaper ?? "auto";
   if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
 
+  const list = (value: unknown, what: string): string[] | undefined => {
+    if (value === undefined) return undefined;
+    if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw new TypeError(`workcell: ${T} option ${what} must be an array of strings`);
+    return [...(value as string[])];
+  };
+  const denyCommands = list(options.denyCommands, "denyCommands");
+  const allowCommands = list(options.allowCommands, "allowCommands");
   const nativeOptions = (): NativeRunTestsOptions => ({
+    denyCommands,
+    allowCommands,
     path,
     env: env(),
     timeoutMs,
@@ -159,10 +170,13 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     scratchDir,
     reaper,
   });
+  // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
+  // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
   try {
     ws.checkRunTests("node", [], undefined, nativeOptions());
   } catch (err) {
-    throw new TypeError(fromThrown(err).message);
+    const e = fromThrown(err);
+    if (!(e instanceof ToolError)) throw new TypeError(e.message);
   }
 
   return {

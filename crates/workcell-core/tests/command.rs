@@ -353,7 +353,7 @@ async fn a_directory_swapped_for_a_symlink_after_resolution_does_not_move_the_ch
             args: vec!["-c".into(), "pwd -P".into()],
             env: launch::base_environment(std::ffi::OsStr::new(PATH), &scratch, &[]),
         },
-        workdir,
+        &workdir,
     );
     let run = RunOptions::with_timeout(Duration::from_secs(10));
     let finished = launch::start(spec, None, &f.root, &run, &Cancel::new(), HeadTail::new(1000, 1000)).await.unwrap();

@@ -134,21 +134,30 @@ pub struct Launch {
 }
 
 /// The spawn of a run_command or run_tests child: no shell, the environment given, one merged
-/// output pipe, the working directory entered through its open handle (so a directory swapped
-/// for a symlink after it was resolved cannot move the child elsewhere). This is the place
-/// confinement steps are added for both tools.
-pub fn spawn_spec(launch: Launch, workdir: WorkDir) -> SpawnSpec {
-    let WorkDir { path, handle, .. } = workdir;
-    let mut spec = SpawnSpec::new(launch.program, path).output(OutputPipes::Merged);
+/// output pipe, and the working directory entered through its open handle where the system
+/// allows (`/proc/self/fd/<n>`, resolved by the child to exactly the directory that was
+/// opened), so a directory swapped for a symlink after it was resolved cannot move the child
+/// elsewhere; elsewhere by its canonical path. No pre-exec step is needed for that, so the
+/// spawn stays a `posix_spawn` (no copy of the host's page tables). `workdir` must stay alive
+/// until the child is started. This is the place confinement steps are added for both tools.
+pub fn spawn_spec(launch: Launch, workdir: &WorkDir) -> SpawnSpec {
+    let cwd = if proc_fd_usable() {
+        use std::os::fd::AsRawFd as _;
+        PathBuf::from(format!("/proc/self/fd/{}", workdir.handle.as_raw_fd()))
+    } else {
+        workdir.path.clone()
+    };
+    let mut spec = SpawnSpec::new(launch.program, cwd).output(OutputPipes::Merged);
     spec.arg0 = Some(launch.arg0);
     spec.args = launch.args;
     spec.env = launch.env;
-    // SAFETY: fchdir is a single system call on a descriptor the closure owns; no allocation
-    // (an error is an OS error code).
-    unsafe {
-        spec.add_pre_exec(Box::new(move || rustix::process::fchdir(&handle).map_err(io::Error::from)));
-    }
     spec
+}
+
+/// Whether `/proc/self/fd` can name open descriptors (Linux with /proc mounted); checked once.
+fn proc_fd_usable() -> bool {
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| cfg!(target_os = "linux") && Path::new("/proc/self/fd").is_dir())
 }
 
 /// Runs `spec` (after the host's `prepare` hook) through the process machinery, with one merged

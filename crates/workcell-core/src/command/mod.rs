@@ -248,10 +248,11 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
         args: req.argv[1..].iter().map(OsString::from).collect(),
         env: launch::base_environment(&opts.path, &scratch, &opts.env),
     };
-    let spec = launch::spawn_spec(launch, workdir);
+    let spec = launch::spawn_spec(launch, &workdir);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let sink = HeadTail::new(opts.head_bytes, opts.tail_bytes);
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, sink).await;
+    drop(workdir);
     drop(scratch);
     let finished = finished?;
 

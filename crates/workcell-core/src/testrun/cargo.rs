@@ -2,7 +2,7 @@
 //! libtest's plain format (`running N tests`, `test name ... ok|FAILED|ignored`, the captured
 //! output of failures between `---- name stdout ----` headers, `test result: ...`).
 
-use super::report::{Bounded, Cleaner, Summary, Unit, MAX_BUILD_ERROR, MAX_TEST_OUTPUT};
+use super::report::{Bounded, Cleaner, Kept, Summary, Unit, MAX_BUILD_ERROR, MAX_TEST_OUTPUT};
 use super::sink::Parser;
 
 pub struct CargoParser {
@@ -10,7 +10,7 @@ pub struct CargoParser {
     units: Vec<Unit>,
     /// Failing tests (unit index, name) in the order libtest reported them.
     failed: Vec<(usize, String)>,
-    outputs: Vec<(usize, String, Bounded)>,
+    outputs: Vec<(usize, String, Kept)>,
     /// The failure output being read: its index in `outputs`.
     capturing: Option<usize>,
     /// The unit whose `test result:` line has not come yet.
@@ -126,7 +126,7 @@ impl Parser for CargoParser {
         }
         if let Some(name) = line.strip_prefix("---- ").and_then(|r| r.strip_suffix(" stdout ----").or_else(|| r.strip_suffix(" stderr ----"))) {
             let u = self.unit();
-            self.outputs.push((u, name.to_string(), Bounded::new(MAX_TEST_OUTPUT)));
+            self.outputs.push((u, name.to_string(), Kept::new(MAX_TEST_OUTPUT)));
             self.capturing = Some(self.outputs.len() - 1);
             return;
         }

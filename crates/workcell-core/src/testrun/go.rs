@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::report::{Bounded, Cleaner, Summary, Unit, MAX_TEST_OUTPUT};
+use super::report::{Bounded, Cleaner, Kept, Summary, Unit, MAX_TEST_OUTPUT};
 use super::sink::Parser;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -23,13 +23,13 @@ struct Test {
     pkg: String,
     name: String,
     status: Status,
-    output: Option<Bounded>,
+    output: Option<Kept>,
 }
 
 struct Package {
     name: String,
     status: Option<Status>,
-    output: Bounded,
+    output: Kept,
     build_failed: bool,
     no_tests: bool,
 }
@@ -64,7 +64,7 @@ impl GoParser {
             self.packages.push(Package {
                 name: name.to_string(),
                 status: None,
-                output: Bounded::new(MAX_TEST_OUTPUT),
+                output: Kept::new(MAX_TEST_OUTPUT),
                 build_failed: false,
                 no_tests: false,
             });
@@ -80,7 +80,7 @@ impl GoParser {
                 pkg: pkg.to_string(),
                 name: name.to_string(),
                 status: Status::Running,
-                output: Some(Bounded::new(MAX_TEST_OUTPUT)),
+                output: Some(Kept::new(MAX_TEST_OUTPUT)),
             });
             self.tests.len() - 1
         });
@@ -89,9 +89,31 @@ impl GoParser {
 
     fn event(&mut self, ev: &serde_json::Value) {
         let action = ev["Action"].as_str().unwrap_or("");
-        let pkg = ev["Package"].as_str().or_else(|| ev["ImportPath"].as_str()).unwrap_or("").to_string();
         let test = ev["Test"].as_str().map(str::to_string);
         let output = ev["Output"].as_str().unwrap_or("");
+        // Go 1.24+: build output comes as its own events, keyed by ImportPath (the package
+        // then fails with an output line saying `[build failed]`).
+        match action {
+            "build-output" => {
+                if !self.in_block {
+                    self.build_blocks.push(Bounded::new(super::report::MAX_BUILD_ERROR));
+                    self.in_block = true;
+                }
+                if let Some(b) = self.build_blocks.last_mut() {
+                    if b.is_empty() && !output.starts_with("# ") {
+                        b.push_line(&format!("# {}", ev["ImportPath"].as_str().unwrap_or("?")));
+                    }
+                    b.push(output);
+                }
+                return;
+            }
+            "build-fail" => {
+                self.in_block = false;
+                return;
+            }
+            _ => {}
+        }
+        let pkg = ev["Package"].as_str().unwrap_or("").to_string();
         if pkg.is_empty() {
             return;
         }
@@ -138,21 +160,6 @@ impl GoParser {
                     p.output.push(output);
                 }
             }
-            ("build-output", _) => {
-                if self.build_blocks.last().is_none() || !self.in_block {
-                    let mut b = Bounded::new(super::report::MAX_BUILD_ERROR);
-                    b.push_line(&format!("# {pkg}"));
-                    self.build_blocks.push(b);
-                    self.in_block = true;
-                }
-                if let Some(b) = self.build_blocks.last_mut() {
-                    b.push(output);
-                }
-            }
-            ("build-fail", _) => {
-                self.package(&pkg).build_failed = true;
-                self.in_block = false;
-            }
             ("pass" | "fail" | "skip", None) => {
                 let p = self.package(&pkg);
                 p.status = Some(match action {
@@ -171,7 +178,9 @@ impl Parser for GoParser {
         if line.starts_with('{') {
             if let Ok(ev) = serde_json::from_str::<serde_json::Value>(line) {
                 if ev.get("Action").is_some() {
-                    self.in_block = false;
+                    if ev["Action"] != "build-output" {
+                        self.in_block = false;
+                    }
                     self.event(&ev);
                     return;
                 }
@@ -341,6 +350,25 @@ mod tests {
         assert!(r.contains("FAIL m/broken [build failed]"), "{r}");
         assert!(r.contains("--   m/none [no test files]"), "{r}");
         assert!(r.contains("FAIL m/fail (2 failed, 2 passed)"), "{r}");
+    }
+
+    #[test]
+    fn build_output_events_of_newer_go_are_build_errors() {
+        let (s, _) = parse(
+            &[
+                r##"{"ImportPath":"m/broken [m/broken.test]","Action":"build-output","Output":"# m/broken [m/broken.test]\n"}"##,
+                r#"{"ImportPath":"m/broken [m/broken.test]","Action":"build-output","Output":"broken/b.go:3:23: cannot use \"s\"\n"}"#,
+                r#"{"ImportPath":"m/broken [m/broken.test]","Action":"build-fail"}"#,
+                r#"{"Action":"start","Package":"m/broken"}"#,
+                r#"{"Action":"output","Package":"m/broken","Output":"FAIL\tm/broken [build failed]\n"}"#,
+                r#"{"Action":"fail","Package":"m/broken","Elapsed":0,"FailedBuild":"m/broken [m/broken.test]"}"#,
+            ],
+            true,
+        );
+        assert_eq!(s.build_errors, ["# m/broken [m/broken.test]\nbroken/b.go:3:23: cannot use \"s\""]);
+        assert_eq!(s.units.len(), 1);
+        assert_eq!((s.units[0].broken, s.units[0].note.as_deref()), (true, Some("build failed")));
+        assert_eq!(s.failed, 0);
     }
 
     #[test]

@@ -42,6 +42,7 @@ use crate::command::launch::{self, Launch};
 use crate::command::{effective_timeout, find_command, misconfigured, Scratch};
 use crate::error::{Code, Error, Reason, Result};
 use crate::node::Prepare;
+use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
 use crate::root::Workspace;
 
@@ -94,6 +95,9 @@ pub struct TestsRequest {
 /// What the host configures.
 #[derive(Clone)]
 pub struct TestsOptions {
+    /// The command policy run_command applies, applied to `[runner, ...args]` (so a host's
+    /// deny- or allow-list covers the runners too).
+    pub policy: Policy,
     /// The runners' PATH (where `go` and `cargo` are looked up).
     pub path: OsString,
     /// Variables passed from the host (never PATH, HOME or TMPDIR).
@@ -132,6 +136,7 @@ impl std::fmt::Debug for TestsOptions {
 impl TestsOptions {
     pub fn new(path: impl Into<OsString>, node_path: impl Into<PathBuf>) -> Self {
         TestsOptions {
+            policy: Policy::default(),
             path: path.into(),
             env: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
@@ -188,6 +193,8 @@ pub fn check_request(req: &TestsRequest, opts: &TestsOptions) -> Result<CheckedT
             .with_details(serde_json::json!({ "at": "arguments.runner" }))
     })?;
     args::check_args(runner, &req.args)?;
+    let argv: Vec<String> = std::iter::once(runner.as_str().to_string()).chain(req.args.iter().cloned()).collect();
+    crate::policy::check_command(&argv, &opts.policy)?;
     let (timeout, note) = effective_timeout(req.timeout_ms, opts.timeout, opts.max_timeout)?;
     Ok(CheckedTests { runner, timeout, note })
 }
@@ -394,6 +401,8 @@ fn environment(runner: Runner, opts: &TestsOptions, scratch: &Scratch) -> Result
                 set("RUSTUP_HOME", home.clone().into_os_string());
             }
             set("CARGO_NET_OFFLINE", os("true"));
+            // A rust-toolchain file naming a toolchain that is not installed must not download it.
+            set("RUSTUP_AUTO_INSTALL", os("0"));
             set("CARGO_TERM_COLOR", os("never"));
             set("CARGO_TERM_PROGRESS_WHEN", os("never"));
         }
@@ -478,9 +487,11 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
         Runner::Vitest => AnyParser::Vitest(vitest::VitestOutput::new(cleaner.clone())),
     };
     let launch = Launch { program: plan.program, arg0: plan.arg0, args: plan.args, env: environment(runner, opts, &scratch)? };
-    let spec = launch::spawn_spec(launch, workdir);
+    let spec = launch::spawn_spec(launch, &workdir);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
-    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await?;
+    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await;
+    drop(workdir);
+    let finished = finished?;
     let mut sink = finished.stdout;
     sink.flush();
     let status = finished.status.unwrap_or_default();
@@ -567,5 +578,15 @@ mod tests {
         assert_eq!(c.timeout, DEFAULT_MAX_TIMEOUT);
         assert!(c.note.unwrap().contains("clamped"));
         assert_eq!(check_request(&req("cargo", &["--", "--nocapture"], None), &opts).unwrap_err().reason(), Some("COMMAND_REFUSED"));
+        // The host's command policy covers the runners.
+        let mut only_node = TestsOptions::new("/usr/bin", "/usr/bin/node");
+        only_node.policy = Policy::default().with_allow(["node"]);
+        assert!(check_request(&req("node", &[], None), &only_node).is_ok());
+        let e = check_request(&req("go", &[], None), &only_node).unwrap_err();
+        assert_eq!(e.reason(), Some("COMMAND_REFUSED"));
+        assert_eq!(e.details.unwrap()["reason"], "not_allow_listed");
+        let mut no_cargo = TestsOptions::new("/usr/bin", "/usr/bin/node");
+        no_cargo.policy = Policy::default().with_deny(["cargo"]);
+        assert_eq!(check_request(&req("cargo", &[], None), &no_cargo).unwrap_err().reason(), Some("COMMAND_REFUSED"));
     }
 }

@@ -97,7 +97,7 @@ impl Summary {
     /// Adds a failure (kept when there is room; always counted by the caller).
     pub fn push_failure(&mut self, name: String, file: Option<String>, output: &str) {
         if self.failures.len() < MAX_FAILURES {
-            self.failures.push(Failure { name, file, output: cut(output.trim_end().trim_start_matches('\n'), MAX_FAILURE_OUTPUT) });
+            self.failures.push(Failure { name, file, output: cut_middle(output.trim_end().trim_start_matches('\n'), MAX_FAILURE_OUTPUT) });
         }
     }
 
@@ -222,6 +222,51 @@ pub fn cut(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}\n[{} more bytes not shown]", &text[..end], text.len() - end)
+}
+
+/// `text` cut to about `max` bytes keeping its start (a quarter) and its end (where a failing
+/// test's message usually is), with `[N more bytes not shown]` between; character boundaries
+/// are respected.
+pub fn cut_middle(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut head = max / 4;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - (max - max / 4);
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}\n[{} more bytes not shown]\n{}", &text[..head], tail - head, &text[tail..])
+}
+
+/// Text kept by its first quarter and its last three quarters of `limit` bytes (the output of a
+/// test while it runs: its end holds the failure).
+#[derive(Clone, Debug)]
+pub struct Kept(crate::process::HeadTail);
+
+impl Kept {
+    pub fn new(limit: usize) -> Self {
+        Kept(crate::process::HeadTail::new(limit / 4, limit - limit / 4))
+    }
+
+    pub fn push(&mut self, s: &str) {
+        use crate::process::Sink as _;
+        self.0.push(s.as_bytes());
+    }
+
+    pub fn push_line(&mut self, s: &str) {
+        self.push(s);
+        if !s.ends_with('\n') {
+            self.push("\n");
+        }
+    }
+
+    pub fn text(&self) -> String {
+        self.0.clone().finish().text
+    }
 }
 
 /// Indents every line of `text` by `n` spaces.
@@ -357,6 +402,18 @@ mod tests {
         let c = cut(&long, MAX_REPORT_BYTES);
         assert!(c.starts_with(&"😀".repeat(2_048)));
         assert!(c.ends_with(&format!("[{} more bytes not shown]", 20_000 - 8_192)));
+    }
+
+    #[test]
+    fn failures_keep_their_start_and_their_end() {
+        let text = format!("START{}END: the assertion", "x".repeat(10_000));
+        let c = cut_middle(&text, 1_000);
+        assert!(c.starts_with("START") && c.ends_with("END: the assertion"), "{c}");
+        assert!(c.len() < 1_100);
+        let mut k = Kept::new(100);
+        k.push_line(&"y".repeat(1_000));
+        k.push_line("the end");
+        assert!(k.text().ends_with("the end\n") && k.text().contains("bytes omitted]"));
     }
 
     #[test]
