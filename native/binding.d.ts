@@ -170,6 +170,14 @@ export interface NativeError {
   details?: string
 }
 
+/** What the host's Node.js offers for its permission model. */
+export interface NodePermissionSupport {
+  /** `--permission` or `--experimental-permission`. */
+  flag: string
+  allowAddons: boolean
+  allowWasi: boolean
+}
+
 /** The host's configuration of node_process. */
 export interface NodeProcessOptions {
   /** The host's `process.execPath`. */
@@ -183,6 +191,18 @@ export interface NodeProcessOptions {
   env?: Array<EnvVar>
   /** `"auto"` (default), `"pidfd"` or `"thread"`. */
   reaper?: string
+  /** `"auto"` (default), `"required"` or `"off"`. */
+  sandbox?: string
+  /** Let the child use the network. */
+  network?: boolean
+  /** Canonical absolute paths the child may also read. */
+  readPaths?: Array<string>
+  /** Canonical absolute paths the child may also read and write. */
+  writePaths?: Array<string>
+  /** Simulate a system with fewer sandbox features. */
+  sandboxLimit?: SandboxFeatureLimit
+  /** The host's Node.js permission model, when it has one. */
+  nodePermission?: NodePermissionSupport
 }
 
 export interface NodeProcessResult {
@@ -194,6 +214,7 @@ export interface NodeProcessResult {
   stderrTruncated?: boolean
   timedOut?: boolean
   durationMs?: number
+  sandbox?: SandboxReport
   error?: NativeError
 }
 
@@ -295,6 +316,47 @@ export interface RunTestsResult {
   timeoutMs?: number
   note?: string
   error?: NativeError
+}
+
+/**
+ * Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
+ * only take away from what the probe found.
+ */
+export interface SandboxFeatureLimit {
+  /** The highest Landlock ABI to use; 0 for none. */
+  landlockAbi?: number
+  pidNamespace?: boolean
+  userNamespace?: boolean
+  procMount?: boolean
+}
+
+/** Probes (once per process) what the sandbox can use here. */
+export declare function sandboxFeatures(): SandboxFeatures
+
+/** The sandbox features of this system, as probed. */
+export interface SandboxFeatures {
+  landlockAbi?: number
+  pidNamespace: boolean
+  userNamespace: boolean
+  procMount: boolean
+}
+
+/**
+ * Validates and canonicalizes a path for `readPaths` / `writePaths`; throws with a message for
+ * the host when it is not absolute or does not exist.
+ */
+export declare function sandboxGrantPath(path: string): string
+
+/** What confined a child: the `sandbox` field of a result. */
+export interface SandboxReport {
+  landlockAbi?: number
+  /** `"confined"` or `"open"`. */
+  filesystem: string
+  /** `"blocked"`, `"allowed"` or `"open"`. */
+  network: string
+  /** `"namespace"` or `"group"`. */
+  processes: string
+  nodePermission: boolean
 }
 
 /** The arguments of one search, as plain data (strings checked for lone surrogates in Rust). */

@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper } = nativeBinding
+const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper, sandboxFeatures, sandboxGrantPath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { WriteGuard }
@@ -785,4 +785,6 @@ export { defaultDenyCommands }
 export { hashFile }
 export { normalizePath }
 export { processReaper }
+export { sandboxFeatures }
+export { sandboxGrantPath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

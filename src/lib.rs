@@ -15,6 +15,7 @@ mod process;
 mod read;
 mod search;
 mod run_tests;
+mod sandbox;
 mod workspace;
 mod write;
 

@@ -10,6 +10,7 @@ use workcell_core::node::{self, NodeOptions, NodeOutput, NodeRequest};
 use workcell_core::process::Reaper;
 
 use crate::convert::{strict_string, throw, NativeError};
+use crate::sandbox::{NodePermissionSupport, SandboxFeatureLimit, SandboxReport};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
 /// Checks at load that pidfds work, so the first call does not pay for it and the reaper in use
@@ -46,6 +47,18 @@ pub struct NodeProcessOptions {
     pub env: Option<Vec<EnvVar>>,
     /// `"auto"` (default), `"pidfd"` or `"thread"`.
     pub reaper: Option<String>,
+    /// `"auto"` (default), `"required"` or `"off"`.
+    pub sandbox: Option<String>,
+    /// Let the child use the network.
+    pub network: Option<bool>,
+    /// Canonical absolute paths the child may also read.
+    pub read_paths: Option<Vec<String>>,
+    /// Canonical absolute paths the child may also read and write.
+    pub write_paths: Option<Vec<String>>,
+    /// Simulate a system with fewer sandbox features.
+    pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The host's Node.js permission model, when it has one.
+    pub node_permission: Option<NodePermissionSupport>,
 }
 
 #[napi(object)]
@@ -58,6 +71,7 @@ pub struct NodeProcessResult {
     pub stderr_truncated: Option<bool>,
     pub timed_out: Option<bool>,
     pub duration_ms: Option<u32>,
+    pub sandbox: Option<SandboxReport>,
     pub error: Option<NativeError>,
 }
 
@@ -73,6 +87,7 @@ impl From<workcell_core::Result<NodeOutput>> for NodeProcessResult {
                 stderr_truncated: Some(o.stderr_truncated),
                 timed_out: Some(o.timed_out),
                 duration_ms: Some(o.duration_ms.min(u32::MAX as u64) as u32),
+                sandbox: Some(o.sandbox.into()),
                 error: None,
             },
             Err(e) => NodeProcessResult {
@@ -84,6 +99,7 @@ impl From<workcell_core::Result<NodeOutput>> for NodeProcessResult {
                 stderr_truncated: None,
                 timed_out: None,
                 duration_ms: None,
+                sandbox: None,
                 error: Some(e.into()),
             },
         }
@@ -112,6 +128,8 @@ fn options(o: NodeProcessOptions) -> napi::Result<NodeOptions> {
     if let Some(r) = o.reaper {
         opts.reaper = Reaper::parse(&r).ok_or_else(|| napi::Error::from_reason(format!("workcell: unknown reaper {r:?}")))?;
     }
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.node_permission = crate::sandbox::node_permission(o.node_permission);
     opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
     Ok(opts)
 }

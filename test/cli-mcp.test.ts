@@ -12,6 +12,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createCodingTools } from "../dist/index.js";
 import { parseMcpArgs } from "../dist/cli.js";
 import { tempWorkspace } from "./helpers.js";
+import { aliveWith, marker } from "./process-helpers.js";
 
 const BIN = fileURLToPath(new URL("../bin/workcell.mjs", import.meta.url));
 
@@ -163,24 +164,30 @@ describe("workcell mcp over stdio", () => {
       // A long timeout, so that only the cancellation can end the script.
       const { client } = await start(["--root", root, "--timeout-ms", "30000"]);
       const controller = new AbortController();
-      const source = 'require("fs").writeFileSync("child.pid", String(process.pid)); setInterval(() => {}, 1000);';
-      const call = client.callTool({ name: "node_process", arguments: { source } }, undefined, { signal: controller.signal, timeout: 60_000 });
+      // The child is found through /proc by a marker in its arguments: inside the sandbox's PID
+      // namespace, process.pid is not the host's pid.
+      const mark = marker();
+      const source = 'require("fs").writeFileSync("child.started", "yes"); setInterval(() => {}, 1000);';
+      const call = client.callTool(
+        { name: "node_process", arguments: { source, arguments: [mark] } },
+        undefined,
+        { signal: controller.signal, timeout: 60_000 },
+      );
       const settled = call.then(
         () => "resolved",
         () => "rejected",
       );
-      const pidFile = join(root, "child.pid");
-      expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").length > 0, 10_000)).toBe(true);
-      const pid = Number(await readFile(pidFile, "utf8"));
+      const started = join(root, "child.started");
+      expect(await waitFor(() => existsSync(started) && readFileSync(started, "utf8").length > 0, 10_000)).toBe(true);
       // Past node_process's default 500 ms timeout the script still runs: --timeout-ms reached it.
       let done = false;
       void settled.then(() => (done = true));
       await new Promise((r) => setTimeout(r, 1000));
       expect(done).toBe(false);
-      expect(alive(pid)).toBe(true);
+      expect(aliveWith(mark)).not.toEqual([]);
       controller.abort("stop");
       expect(await settled).toBe("rejected");
-      expect(await waitFor(() => !alive(pid))).toBe(true);
+      expect(await waitFor(() => aliveWith(mark).length === 0)).toBe(true);
       // The server is still serving afterwards.
       const read = await client.callTool({ name: "read_file", arguments: { path: "src/a.txt" } });
       expect(read.isError).toBe(false);

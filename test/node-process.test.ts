@@ -48,7 +48,7 @@ describe("node_process: running", () => {
     const tool = createNodeProcessTool(root, { timeoutMs: 10_000 });
     const out = await run(tool, "console.log('out'); console.error('err')");
     expect(Object.keys(out).sort()).toEqual(
-      ["durationMs", "exitCode", "signal", "stderr", "stderrTruncated", "stdout", "stdoutTruncated", "timedOut"].sort(),
+      ["durationMs", "exitCode", "sandbox", "signal", "stderr", "stderrTruncated", "stdout", "stdoutTruncated", "timedOut"].sort(),
     );
     expect(out).toMatchObject({
       exitCode: 0,
@@ -94,13 +94,20 @@ describe("node_process: running", () => {
     expect(hashbang.stdout).toBe("a,b true\n");
     const thrown = await run(tool, "const a = 1;\n\nthrow new Error('third line')");
     expect(thrown.stderr).toMatch(/\.workcell-node-[0-9a-f]{16}\.cjs:3\b/);
-    const forked = await run(
-      tool,
+    const forkSource =
       "require('fs').writeFileSync('child.cjs', 'console.log(JSON.stringify([process.execArgv, process.argv.slice(2)]))');" +
-        "require('child_process').fork('./child.cjs', ['--', '-e', ''], { stdio: 'inherit' });" +
-        "console.log(JSON.stringify(process.execArgv));",
-    );
-    expect(forked.stdout).toBe('[]\n[[],["--","-e",""]]\n');
+      "require('child_process').fork('./child.cjs', ['--', '-e', ''], { stdio: 'inherit' });" +
+      "console.log(JSON.stringify(process.execArgv));";
+    // Without the sandbox nothing is in execArgv; with it, only Node's permission flags, which
+    // fork() passes on: the forked child runs under the same permissions with its own exact argv.
+    const plain = createNodeProcessTool(root, { timeoutMs: 10_000, sandbox: "off" });
+    expect((await run(plain, forkSource)).stdout).toBe('[]\n[[],["--","-e",""]]\n');
+    const forked = await run(tool, forkSource);
+    const [parentArgv, child] = forked.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(forked.sandbox.nodePermission).toBe(true);
+    expect(parentArgv.length).toBeGreaterThan(0);
+    expect(parentArgv.every((a: string) => a.startsWith("--") && !a.includes(".workcell-node-"))).toBe(true);
+    expect(child).toEqual([parentArgv, ["--", "-e", ""]]);
   });
 
   test("a non-zero exit and an uncaught exception are normal results", async () => {
@@ -133,7 +140,9 @@ describe("node_process: environment", () => {
       const tool = createNodeProcessTool(root, { timeoutMs: 10_000 });
       const out = await run(
         tool,
-        "console.log(JSON.stringify({ env: process.env, key: process.env.OPENAI_API_KEY ?? null, environ: require('fs').readFileSync('/proc/self/environ', 'latin1') }))",
+        // /proc/self/environ through a child: the permission model keeps the script's own fs
+        // calls inside the workspace.
+        "console.log(JSON.stringify({ env: process.env, key: process.env.OPENAI_API_KEY ?? null, environ: require('child_process').execFileSync('cat', ['/proc/self/environ'], { encoding: 'latin1' }) }))",
       );
       const seen = JSON.parse(out.stdout);
       expect(seen.key).toBeNull();

@@ -34,11 +34,17 @@ export interface ProcessToolDefaults {
   timeoutMs?: number;
   /** Allow network access from the processes (the sandbox blocks it by default). */
   network?: boolean;
+  /** The sandbox mode of the processes: `"auto"` (default), `"required"` or `"off"`. */
+  sandbox?: "auto" | "required" | "off";
 }
 
 /** All of workcell's tools for one workspace root. */
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
-  const processes = { timeoutMs: options.processes?.timeoutMs };
+  const processes = {
+    timeoutMs: options.processes?.timeoutMs,
+    network: options.processes?.network,
+    sandbox: options.processes?.sandbox,
+  };
   return [
     createReadTool(root, options.read),
     createListTool(root, options.list),

@@ -26,6 +26,8 @@ export { createRunCommandTool } from "./run-command.js";
 export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from "./run-command.js";
 export { createRunTestsTool } from "./run-tests.js";
 export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
+export { sandboxSupport } from "./sandbox.js";
+export type { SandboxMode, SandboxReport, SandboxSupport, SandboxToolOptions, SandboxFeatureOverride } from "./sandbox.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";

@@ -1,6 +1,7 @@
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import type { Tool, ToolContext } from "./tool.js";
 
 export interface NodeProcessInput {
@@ -20,9 +21,11 @@ export interface NodeProcessOutput {
   /** Always false in a result: a timeout is the `NODE_PROCESS_TIMEOUT` error. */
   timedOut: boolean;
   durationMs: number;
+  /** What confined the script: see the README's sandbox section. */
+  sandbox: SandboxReport;
 }
 
-export interface NodeProcessToolOptions {
+export interface NodeProcessToolOptions extends SandboxToolOptions {
   /** Time the script may run, from its spawn (default 500 ms). */
   timeoutMs?: number;
   /** Bytes kept of stdout and of stderr, each (default 32,768). */
@@ -69,14 +72,15 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
-function describe(timeoutMs: number, maxStdout: number, maxStderr: number): string {
+function describe(timeoutMs: number, maxStdout: number, maxStderr: number, sandbox: string): string {
   return [
     "Run a short JavaScript program with the host's own Node.js and return its exit code and output.",
     "The source runs as a CommonJS file (require, module.exports; wrap top-level await in an async function) in the workspace root, which is its working directory; process.argv.slice(1) is exactly `arguments`.",
     `It gets an empty stdin and an environment with PATH only. It must finish within ${timeoutMs} ms: then it and everything it started is killed and the call fails with NODE_PROCESS_TIMEOUT (the partial output is in the error's details).`,
     `Background processes it leaves are killed when it exits. Of stdout the first ${maxStdout} bytes are kept and of stderr the first ${maxStderr}; stdoutTruncated / stderrTruncated say when more was printed.`,
     "A non-zero exit code is a normal result. Limits: source 32,768 UTF-8 bytes; at most 32 arguments of 2,048 bytes each, 8,192 together.",
-    "Returns { exitCode, signal, stdout, stderr, stdoutTruncated, stderrTruncated, timedOut, durationMs }.",
+    sandbox,
+    "Returns { exitCode, signal, stdout, stderr, stdoutTruncated, stderrTruncated, timedOut, durationMs, sandbox }.",
   ].join(" ");
 }
 
@@ -124,6 +128,8 @@ export function createNodeProcessTool(
   const maxStdout = positiveInteger("maxStdoutBytes", options.maxStdoutBytes, MAX_OUTPUT_CAP) ?? maxOutput;
   const maxStderr = positiveInteger("maxStderrBytes", options.maxStderrBytes, MAX_OUTPUT_CAP) ?? maxOutput;
   const env = envSpec(options.env);
+  const sandbox = sandboxOptions("createNodeProcessTool", options);
+  const nodePermission = nodePermissionSupport();
   const reaper = options.reaper ?? "auto";
   if (!["auto", "pidfd", "thread"].includes(reaper)) {
     throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
@@ -144,12 +150,14 @@ export function createNodeProcessTool(
       path: process.env.PATH,
       env: vars,
       reaper,
+      ...sandbox,
+      nodePermission,
     };
   };
 
   return {
     name: "node_process",
-    description: describe(timeoutMs, maxStdout, maxStderr),
+    description: describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): NodeProcessInput {
       checkSchema(parameters, input);
@@ -174,6 +182,7 @@ export function createNodeProcessTool(
         stderrTruncated: r.stderrTruncated!,
         timedOut: r.timedOut!,
         durationMs: r.durationMs!,
+        sandbox: toSandboxReport(r.sandbox!),
       };
     },
   };

@@ -14,7 +14,9 @@
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
 //! - [`node`]: the `node_process` tool;
 //! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
-//! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test).
+//! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test);
+//! - [`sandbox`]: OS confinement (Landlock, PID namespaces, Node's permission model) for every
+//!   process a tool starts.
 
 pub mod cancel;
 pub mod command;
@@ -30,6 +32,7 @@ pub mod policy;
 pub mod process;
 pub mod read;
 pub mod root;
+pub mod sandbox;
 pub mod search;
 pub mod target_lock;
 pub mod testrun;

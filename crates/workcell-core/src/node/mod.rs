@@ -36,6 +36,7 @@ use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
 use crate::process::{self, End, Head, HeadText, Reaper, RunOptions, SpawnSpec};
 use crate::root::Workspace;
+use crate::sandbox::{self, NodePermission, Report, SandboxOptions};
 
 /// Default timeout, counted from the spawn.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -77,6 +78,11 @@ pub struct NodeOptions {
     pub reaper: Reaper,
     /// Called with the spec and the canonical root just before the spawn.
     pub prepare: Option<Prepare>,
+    /// OS confinement of the child ([`crate::sandbox`]); `auto` by default.
+    pub sandbox: SandboxOptions,
+    /// What the host's Node.js offers for its permission model (the second layer); `None`
+    /// runs without it.
+    pub node_permission: Option<NodePermission>,
 }
 
 impl std::fmt::Debug for NodeOptions {
@@ -88,6 +94,8 @@ impl std::fmt::Debug for NodeOptions {
             .field("max_stderr_bytes", &self.max_stderr_bytes)
             .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .field("reaper", &self.reaper)
+            .field("sandbox", &self.sandbox)
+            .field("node_permission", &self.node_permission)
             .finish_non_exhaustive()
     }
 }
@@ -104,6 +112,8 @@ impl NodeOptions {
             env: Vec::new(),
             reaper: Reaper::Auto,
             prepare: None,
+            sandbox: SandboxOptions::default(),
+            node_permission: None,
         }
     }
 
@@ -134,6 +144,10 @@ impl NodeOptions {
                 return Err("PATH contains a NUL character".into());
             }
         }
+        self.sandbox.validate()?;
+        if let Some(np) = &self.node_permission {
+            np.validate()?;
+        }
         Ok(())
     }
 }
@@ -150,6 +164,8 @@ pub struct NodeOutput {
     /// Always false here: a timeout is the `NODE_PROCESS_TIMEOUT` error.
     pub timed_out: bool,
     pub duration_ms: u64,
+    /// What confined the child.
+    pub sandbox: Report,
 }
 
 impl NodeOutput {
@@ -163,6 +179,7 @@ impl NodeOutput {
             "stderrTruncated": self.stderr_truncated,
             "timedOut": self.timed_out,
             "durationMs": self.duration_ms,
+            "sandbox": self.sandbox.to_json(),
         })
     }
 }
@@ -237,16 +254,23 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     opts.validate().map_err(|m| Error::new(Code::IoError, m).with_hint("the tool is misconfigured; report this to the user"))?;
     check_request(req, &opts.exec_path, ws.canonical())?;
     ws.check()?;
+    // Refuses ("required" mode) before any effect.
+    let confinement = sandbox::prepare(&opts.sandbox, ws, &sandbox::program_grants(&opts.exec_path))?;
     let script = Script::create(ws, &req.source)?;
     cancel.check()?;
 
     let mut spec = SpawnSpec::new(&opts.exec_path, ws.canonical());
     spec.env = environment(opts);
-    spec.args = vec![format!("./{}", script.name).into()];
+    spec.args = permission_flags(opts, ws.canonical()).unwrap_or_default();
+    let node_permission = !spec.args.is_empty();
+    spec.args.push(format!("./{}", script.name).into());
     spec.args.extend(req.arguments.iter().map(OsString::from));
     if let Some(prepare) = &opts.prepare {
         prepare(&mut spec, ws.canonical())?;
     }
+    // Last: with a namespace, the confinement execs what the spec says now.
+    let mut report = confinement.apply(&mut spec).map_err(|e| spawn_error(&e, &opts.exec_path))?;
+    report.node_permission = node_permission;
     let run = RunOptions { timeout: Some(opts.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let finished = process::run(spec, &run, cancel, Head::new(opts.max_stdout_bytes), Some(Head::new(opts.max_stderr_bytes)))
         .await
@@ -265,6 +289,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
         stderr_truncated: stderr.truncated,
         timed_out: false,
         duration_ms: finished.duration.as_millis() as u64,
+        sandbox: report,
     };
     match finished.end {
         End::Exited => Ok(output),
@@ -282,6 +307,19 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
                 .with_details(details))
         }
     }
+}
+
+/// Node's permission flags for this call (the second layer), when the sandbox is on and the
+/// host's Node.js has the permission model: the workspace and the host's grants.
+fn permission_flags(opts: &NodeOptions, root: &Path) -> Option<Vec<OsString>> {
+    if opts.sandbox.mode == sandbox::Mode::Off {
+        return None;
+    }
+    let np = opts.node_permission.as_ref()?;
+    let read: Vec<&Path> = opts.sandbox.read_paths.iter().map(PathBuf::as_path).collect();
+    let mut write: Vec<&Path> = vec![root];
+    write.extend(opts.sandbox.write_paths.iter().map(PathBuf::as_path));
+    np.args(&read, &write)
 }
 
 fn spawn_error(e: &std::io::Error, exec_path: &Path) -> Error {

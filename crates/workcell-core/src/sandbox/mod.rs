@@ -1,0 +1,337 @@
+//! OS confinement for every process a tool starts.
+//!
+//! The path checks keep the tools' own file operations inside the workspace; a child process
+//! runs as the user and could otherwise read `~/.ssh`, write anywhere, connect anywhere and
+//! leave processes behind. Three layers close that, each applied where the system offers it and
+//! reported in every result ([`Report`]):
+//!
+//! | layer | module | stops |
+//! |---|---|---|
+//! | Landlock (Linux 5.13+) | [`landlock`] | file access outside the workspace and the system directories; TCP connect/bind (ABI 4+); signals and abstract UNIX sockets leaving the sandbox (ABI 6+); ptrace and `/proc/<pid>/environ` of outside processes |
+//! | PID namespace (+ user namespace) | [`pidns`] | any process outliving the call (`setsid`, double fork); seeing or signalling the host's processes |
+//! | Node.js permission model (node_process) | [`node_permission`] | the script's own `fs` calls outside the workspace, on any OS |
+//!
+//! Without a PID namespace the process machinery still kills the call's process group and
+//! whatever holds its output pipes ([`Processes::Group`]).
+//!
+//! The mode ([`Mode`]): `auto` applies what the kernel offers, `required` refuses to run
+//! (`SANDBOX_UNAVAILABLE`, before any effect) unless the file system can be confined, the
+//! network blocked (or allowed by the host) and the processes contained in a namespace; `off`
+//! applies nothing. What the kernel offers is probed once per process ([`Features::detect`]);
+//! [`SandboxOptions::limit`] simulates a kernel with less.
+//!
+//! # Applying the sandbox to a tool's `SpawnSpec`
+//!
+//! ```no_run
+//! # use workcell_core::{sandbox, process::SpawnSpec, Workspace};
+//! # fn f(ws: &Workspace, opts: &sandbox::SandboxOptions) -> workcell_core::Result<()> {
+//! let program = std::path::Path::new("/usr/bin/git");
+//! // 1. Before any effect: decide, build the Landlock ruleset (refuses in "required" mode).
+//! let confinement = sandbox::prepare(opts, ws, &sandbox::paths::program_grants(program))?;
+//! // 2. Describe the child completely, then apply the confinement last (with a namespace it
+//! //    execs the program itself, from what the spec says at this point).
+//! let mut spec = SpawnSpec::new(program, ws.canonical()).arg("status");
+//! let report = confinement.apply(&mut spec).map_err(|e| workcell_core::Error::from_io(&e, "git"))?;
+//! // 3. Run it with process::run as usual; put `report.to_json()` in the result as `sandbox`.
+//! # Ok(()) }
+//! ```
+//!
+//! Everything the child runs between fork and exec is raw, async-signal-safe system calls on
+//! data prepared here in the parent.
+
+#[cfg(target_os = "linux")]
+pub mod landlock;
+pub mod node_permission;
+pub mod paths;
+#[cfg(target_os = "linux")]
+pub mod pidns;
+#[cfg(target_os = "linux")]
+pub mod sys;
+pub mod probe;
+pub mod report;
+
+pub use node_permission::NodePermission;
+pub use paths::{canonical_grant, program_grants, Access, Grant};
+pub use probe::Features;
+pub use report::{Filesystem, Network, Processes, Report};
+
+use std::path::PathBuf;
+
+use crate::error::{Code, Error, Result};
+use crate::process::SpawnSpec;
+use crate::root::Workspace;
+
+/// How much confinement a tool asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Apply what this system offers and report it.
+    #[default]
+    Auto,
+    /// Refuse to run unless files, network and processes can all be confined.
+    Required,
+    /// Apply nothing.
+    Off,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Required => "required",
+            Mode::Off => "off",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "auto" => Some(Mode::Auto),
+            "required" => Some(Mode::Required),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+}
+
+/// The host's sandbox configuration for a tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SandboxOptions {
+    pub mode: Mode,
+    /// Let the child use the network (TCP is blocked otherwise, where Landlock can).
+    pub network: bool,
+    /// More directories or files the child may read (absolute; canonical: see
+    /// [`canonical_grant`]).
+    pub read_paths: Vec<PathBuf>,
+    /// More directories or files the child may read and write.
+    pub write_paths: Vec<PathBuf>,
+    /// Simulate a system with at most these features (tests, diagnostics).
+    pub limit: Option<Features>,
+}
+
+impl SandboxOptions {
+    /// Checks the host's configuration; a message for the host when it is unusable.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        for p in self.read_paths.iter().chain(&self.write_paths) {
+            if !p.is_absolute() || p.as_os_str().as_encoded_bytes().contains(&0) {
+                return Err(format!("sandbox path {} must be absolute, without NUL", p.display()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The features this configuration gets on this system.
+    pub fn features(&self) -> Features {
+        let detected = if self.mode == Mode::Off { Features::NONE } else { Features::detect() };
+        match &self.limit {
+            Some(limit) => detected.limited(limit),
+            None => detected,
+        }
+    }
+}
+
+/// The confinement of one child, decided and prepared in the parent: apply it to the spawn.
+#[derive(Debug)]
+pub struct Confinement {
+    report: Report,
+    #[cfg(target_os = "linux")]
+    ruleset: Option<std::os::fd::OwnedFd>,
+    #[cfg(target_os = "linux")]
+    namespaces: Option<pidns::NsPlan>,
+}
+
+/// What `features` allows under `opts`: the report of a run.
+pub fn plan(opts: &SandboxOptions, features: &Features) -> Report {
+    if opts.mode == Mode::Off {
+        return Report::OFF;
+    }
+    let filesystem = if features.landlock_abi.is_some() { Filesystem::Confined } else { Filesystem::Open };
+    let network = if opts.network {
+        Network::Allowed
+    } else if features.landlock_abi.is_some_and(|abi| abi >= 4) {
+        Network::Blocked
+    } else {
+        Network::Open
+    };
+    let processes = if features.pid_namespace { Processes::Namespace } else { Processes::Group };
+    Report { landlock_abi: features.landlock_abi, filesystem, network, processes, node_permission: false }
+}
+
+/// What `required` mode lacks here, by name.
+fn missing(report: &Report) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    if report.filesystem == Filesystem::Open {
+        missing.push("landlock");
+    }
+    if report.network == Network::Open {
+        missing.push("landlock-network");
+    }
+    if report.processes == Processes::Group {
+        missing.push("pid-namespace");
+    }
+    missing
+}
+
+fn unavailable(missing: &[&str], features: &Features) -> Error {
+    let what: Vec<&str> = missing
+        .iter()
+        .map(|m| match *m {
+            "landlock" => "Landlock, to confine file access (Linux 5.13+)",
+            "landlock-network" => "Landlock ABI 4, to block the network (Linux 6.7+)",
+            _ => "PID and user namespaces, to contain the processes",
+        })
+        .collect();
+    Error::new(Code::SandboxUnavailable, format!("the required sandbox is not available on this system: it lacks {}", what.join("; ")))
+        .with_hint("this tool cannot run here because the user requires a sandbox the system cannot provide; tell the user what is missing (see details) and do the work with the file tools instead")
+        .with_details(serde_json::json!({
+            "missing": missing,
+            "landlockAbi": features.landlock_abi,
+            "pidNamespace": features.pid_namespace,
+            "userNamespace": features.user_namespace,
+        }))
+}
+
+/// Decides and prepares the confinement of one child of `ws`. `extra` are grants of the tool
+/// (its program's directories, a scratch directory...). In `required` mode, refuses with
+/// `SANDBOX_UNAVAILABLE` when a layer is missing. No effect on the workspace.
+pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result<Confinement> {
+    opts.validate().map_err(|m| Error::new(Code::IoError, m).with_hint("the tool is misconfigured; report this to the user"))?;
+    let features = opts.features();
+    let report = plan(opts, &features);
+    if opts.mode == Mode::Required {
+        let missing = missing(&report);
+        if !missing.is_empty() {
+            return Err(unavailable(&missing, &features));
+        }
+    }
+    build(opts, ws, extra, &features, report)
+}
+
+#[cfg(target_os = "linux")]
+fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
+    use std::os::fd::AsFd as _;
+    if opts.mode == Mode::Off {
+        return Ok(Confinement { report, ruleset: None, namespaces: None });
+    }
+    let ruleset = match features.landlock_abi {
+        Some(abi) => {
+            let mut grants = paths::system_grants();
+            grants.extend(extra.iter().cloned());
+            grants.extend(opts.read_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadExecute, no_follow: true }));
+            grants.extend(opts.write_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadWrite, no_follow: true }));
+            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, !opts.network).map_err(|e| {
+                Error::new(Code::IoError, format!("could not prepare the sandbox: {e}"))
+                    .with_hint("try the call again; if it keeps failing, report it to the user")
+            })?;
+            Some(fd)
+        }
+        None => None,
+    };
+    let namespaces = features.pid_namespace.then(|| pidns::NsPlan::new(features.user_namespace, features.proc_mount));
+    Ok(Confinement { report, ruleset, namespaces })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn build(_opts: &SandboxOptions, _ws: &Workspace, _extra: &[Grant], _features: &Features, report: Report) -> Result<Confinement> {
+    Ok(Confinement { report })
+}
+
+impl Confinement {
+    /// What will be enforced.
+    pub fn report(&self) -> Report {
+        self.report
+    }
+
+    /// Adds the confinement step to `spec` (nothing when there is nothing to apply) and returns
+    /// the report. Call it last, once the spec is complete: with a PID namespace the step runs
+    /// the program itself (in the namespace) with the program, arguments and environment the
+    /// spec has now, and pre-exec steps added after it never run.
+    pub fn apply(self, spec: &mut SpawnSpec) -> std::io::Result<Report> {
+        #[cfg(target_os = "linux")]
+        {
+            let Confinement { report, ruleset, namespaces } = self;
+            if ruleset.is_none() && namespaces.is_none() {
+                return Ok(report);
+            }
+            let raw = ruleset.as_ref().map(landlock::raw).unwrap_or(-1);
+            let exec = match &namespaces {
+                Some(_) => Some(pidns::Exec::new(&spec.program, spec.arg0.as_ref(), &spec.args, &spec.env)?),
+                None => None,
+            };
+            let step: crate::process::PreExec = Box::new(move || {
+                // The descriptor stays open (in the parent) until the spawn is over.
+                let _ruleset = &ruleset;
+                // SAFETY: between fork and exec (see `pidns` and `landlock`).
+                unsafe {
+                    if let (Some(plan), Some(exec)) = (&namespaces, &exec) {
+                        // Runs the program in the namespace; returns only with an error.
+                        return Err(pidns::run(plan, raw, exec));
+                    }
+                    landlock::add_self_rule(raw).map_err(std::io::Error::from_raw_os_error)?;
+                    landlock::restrict(raw).map_err(std::io::Error::from_raw_os_error)?;
+                }
+                Ok(())
+            });
+            // SAFETY: the step only makes async-signal-safe calls (see `pidns`, `landlock`).
+            unsafe { spec.add_pre_exec(step) };
+            Ok(report)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = spec;
+            Ok(self.report)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: Features = Features { landlock_abi: Some(7), pid_namespace: true, user_namespace: true, proc_mount: true };
+
+    fn opts(mode: Mode, network: bool) -> SandboxOptions {
+        SandboxOptions { mode, network, ..SandboxOptions::default() }
+    }
+
+    #[test]
+    fn plans_follow_the_features() {
+        let r = plan(&opts(Mode::Auto, false), &FULL);
+        assert_eq!(r, Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false });
+        assert_eq!(plan(&opts(Mode::Auto, true), &FULL).network, Network::Allowed);
+        let v3 = Features { landlock_abi: Some(3), ..FULL };
+        assert_eq!(plan(&opts(Mode::Auto, false), &v3).network, Network::Open);
+        let none = plan(&opts(Mode::Auto, false), &Features::NONE);
+        assert_eq!((none.filesystem, none.network, none.processes, none.landlock_abi), (Filesystem::Open, Network::Open, Processes::Group, None));
+        assert_eq!(plan(&opts(Mode::Off, false), &FULL), Report::OFF);
+    }
+
+    #[test]
+    fn required_names_what_is_missing() {
+        assert!(missing(&plan(&opts(Mode::Required, false), &FULL)).is_empty());
+        assert_eq!(missing(&plan(&opts(Mode::Required, false), &Features::NONE)), ["landlock", "landlock-network", "pid-namespace"]);
+        // An allowed network needs no Landlock network support.
+        let v3 = Features { landlock_abi: Some(3), ..FULL };
+        assert_eq!(missing(&plan(&opts(Mode::Required, false), &v3)), ["landlock-network"]);
+        assert!(missing(&plan(&opts(Mode::Required, true), &v3)).is_empty());
+    }
+
+    #[test]
+    fn required_refuses_before_any_effect_with_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        let o = SandboxOptions { mode: Mode::Required, limit: Some(Features { landlock_abi: None, ..FULL }), ..SandboxOptions::default() };
+        let err = prepare(&o, &ws, &[]).unwrap_err();
+        assert_eq!(err.code, Code::SandboxUnavailable);
+        assert!(err.hint.is_some());
+        assert_eq!(err.details.as_ref().unwrap()["missing"][0], "landlock");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // auto runs, and says the file system is open.
+        let o = SandboxOptions { mode: Mode::Auto, ..o };
+        assert_eq!(prepare(&o, &ws, &[]).unwrap().report().filesystem, Filesystem::Open);
+    }
+
+    #[test]
+    fn relative_grants_are_refused() {
+        let o = SandboxOptions { read_paths: vec!["rel".into()], ..SandboxOptions::default() };
+        assert!(o.validate().is_err());
+    }
+}

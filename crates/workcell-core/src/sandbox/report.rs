@@ -1,0 +1,105 @@
+//! What was enforced for one call: part of every result of a tool that starts processes.
+
+/// Whether the child's file access was confined (Landlock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filesystem {
+    /// Only the workspace, the host's grants and what programs need to run.
+    Confined,
+    /// Whatever the user running the host may access.
+    Open,
+}
+
+/// Whether the child could use the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Network {
+    /// TCP connect and bind refused (Landlock ABI 4+).
+    Blocked,
+    /// The host allowed the network (`network: true`).
+    Allowed,
+    /// Not blocked: the sandbox is off, or the kernel cannot block it.
+    Open,
+}
+
+/// How the call's processes are contained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Processes {
+    /// A PID namespace: nothing started by the call outlives it.
+    Namespace,
+    /// Process-group killing (and killing what holds the output pipes): a descendant that
+    /// leaves the group and closes its output can outlive the call.
+    Group,
+}
+
+/// The `sandbox` field of a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The Landlock ABI the child was confined with; `None` without Landlock.
+    pub landlock_abi: Option<u32>,
+    pub filesystem: Filesystem,
+    pub network: Network,
+    pub processes: Processes,
+    /// Whether Node.js's permission model was on (node_process only).
+    pub node_permission: bool,
+}
+
+impl Filesystem {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Filesystem::Confined => "confined",
+            Filesystem::Open => "open",
+        }
+    }
+}
+
+impl Network {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Blocked => "blocked",
+            Network::Allowed => "allowed",
+            Network::Open => "open",
+        }
+    }
+}
+
+impl Processes {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Processes::Namespace => "namespace",
+            Processes::Group => "group",
+        }
+    }
+}
+
+impl Report {
+    /// Nothing enforced (`sandbox: "off"`).
+    pub const OFF: Report =
+        Report { landlock_abi: None, filesystem: Filesystem::Open, network: Network::Open, processes: Processes::Group, node_permission: false };
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "landlockAbi": self.landlock_abi,
+            "filesystem": self.filesystem.as_str(),
+            "network": self.network.as_str(),
+            "processes": self.processes.as_str(),
+            "nodePermission": self.node_permission,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_shape() {
+        assert_eq!(
+            Report::OFF.to_json(),
+            serde_json::json!({ "landlockAbi": null, "filesystem": "open", "network": "open", "processes": "group", "nodePermission": false })
+        );
+        let r = Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: true };
+        assert_eq!(
+            r.to_json(),
+            serde_json::json!({ "landlockAbi": 7, "filesystem": "confined", "network": "blocked", "processes": "namespace", "nodePermission": true })
+        );
+    }
+}

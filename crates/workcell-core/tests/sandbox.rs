@@ -1,0 +1,302 @@
+//! The sandbox applied to a plain `SpawnSpec` (`/bin/sh`), as any tool would apply it: every
+//! attack is run confined and unconfined, so each test shows it would fail without the layer.
+//! Attacks on a layer the kernel lacks are skipped (the probe says which).
+#![cfg(target_os = "linux")]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use workcell_core::process::{self, Head, HeadText, RunOptions, SpawnSpec};
+use workcell_core::sandbox::{self, Features, Filesystem, Mode, Network, Processes, Report, SandboxOptions};
+use workcell_core::{Cancel, Workspace};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    /// Stands for everything outside the workspace (`~/.ssh` and the like).
+    outside: PathBuf,
+    ws: Workspace,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let outside = base.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("id_rsa"), "canary-secret\n").unwrap();
+    std::fs::create_dir(base.join("ROOT")).unwrap();
+    let ws = Workspace::open(base.join("ROOT")).unwrap();
+    Env { _dir: dir, outside, ws }
+}
+
+struct Run {
+    code: Option<i32>,
+    signal: Option<i32>,
+    stdout: String,
+    stderr: String,
+    report: Report,
+}
+
+async fn run(env: &Env, opts: &SandboxOptions, script: &str, args: &[&str]) -> Run {
+    let confinement = sandbox::prepare(opts, &env.ws, &[]).unwrap();
+    let mut spec = SpawnSpec::new("/bin/sh", env.ws.canonical())
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .args(args.iter().copied())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    let report = confinement.apply(&mut spec).unwrap();
+    let f = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(20)), &Cancel::new(), Head::new(1 << 16), Some(Head::new(1 << 16)))
+        .await
+        .unwrap();
+    let text = |h: HeadText| h.text;
+    let status = f.status.unwrap_or_default();
+    Run { code: status.code, signal: status.signal, stdout: text(f.stdout.finish()), stderr: f.stderr.map(|h| text(h.finish())).unwrap_or_default(), report }
+}
+
+fn auto() -> SandboxOptions {
+    SandboxOptions::default()
+}
+
+fn off() -> SandboxOptions {
+    SandboxOptions { mode: Mode::Off, ..SandboxOptions::default() }
+}
+
+fn features() -> Features {
+    Features::detect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_says_what_this_kernel_gave() {
+    let e = env();
+    let f = features();
+    let r = run(&e, &auto(), "true", &[]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.report.landlock_abi, f.landlock_abi);
+    assert_eq!(r.report.filesystem == Filesystem::Confined, f.landlock_abi.is_some());
+    assert_eq!(r.report.processes == Processes::Namespace, f.pid_namespace);
+    assert_eq!(r.report.network == Network::Blocked, f.landlock_abi.is_some_and(|a| a >= 4));
+    assert_eq!(run(&e, &off(), "true", &[]).await.report, Report::OFF);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_outside_are_out_of_reach() {
+    let f = features();
+    if f.landlock_abi.is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let e = env();
+    let out = e.outside.to_str().unwrap();
+    let script = r#"
+        cat "$1/id_rsa" 2>/dev/null && echo READ
+        echo x > "$1/new" 2>/dev/null && echo WROTE
+        echo y > moved && mv moved "$1/moved" 2>/dev/null && echo RENAMED
+        ln moved "$1/linked" 2>/dev/null && echo LINKED
+        ls / >/dev/null 2>&1 && echo LISTED_ROOT
+        cat /etc/hostname >/dev/null 2>&1 && echo READ_ETC
+        echo ok > inside && cat inside
+    "#;
+    let open = run(&e, &off(), script, &[out]).await;
+    assert_eq!(open.stdout, "canary-secret\nREAD\nWROTE\nRENAMED\nLISTED_ROOT\nREAD_ETC\nok\n", "{}", open.stderr);
+    std::fs::remove_file(e.outside.join("new")).unwrap();
+    std::fs::remove_file(e.outside.join("moved")).unwrap();
+    let confined = run(&e, &auto(), script, &[out]).await;
+    assert_eq!(confined.stdout, "READ_ETC\nok\n", "{}", confined.stderr);
+    assert!(!e.outside.join("new").exists() && !e.outside.join("moved").exists() && !e.outside.join("linked").exists());
+    assert_eq!(std::fs::read_to_string(e.outside.join("id_rsa")).unwrap(), "canary-secret\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_grants_add_paths() {
+    if features().landlock_abi.is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let e = env();
+    let out = e.outside.to_str().unwrap();
+    let read = SandboxOptions { read_paths: vec![e.outside.clone()], ..auto() };
+    let r = run(&e, &read, r#"cat "$1/id_rsa"; echo x > "$1/new" 2>/dev/null || echo NO_WRITE"#, &[out]).await;
+    assert_eq!(r.stdout, "canary-secret\nNO_WRITE\n");
+    let write = SandboxOptions { write_paths: vec![e.outside.clone()], ..auto() };
+    let r = run(&e, &write, r#"echo x > "$1/new" && cat "$1/new""#, &[out]).await;
+    assert_eq!(r.stdout, "x\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_grandchild_dies_with_the_call() {
+    if !features().pid_namespace {
+        eprintln!("skipped: no PID namespace here");
+        return;
+    }
+    let e = env();
+    for (opts, survives) in [(off(), true), (auto(), false)] {
+        let mark = format!("wc-sandbox-{}", std::process::id());
+        // Leaves the group, closes the pipes: only a namespace catches it.
+        // The script waits until the grandchild has left the group (else the group kill could
+        // beat its setsid).
+        let r = run(
+            &e,
+            &opts,
+            r#"rm -f ready; WC_MARK="$1" setsid sh -c 'touch ready; exec sleep 30' </dev/null >/dev/null 2>&1 & while [ ! -e ready ]; do sleep 0.01; done; echo started"#,
+            &[&mark],
+        )
+        .await;
+        assert_eq!(r.stdout, "started\n");
+        let found = wait_for_alive(&format!("WC_MARK={mark}"), survives);
+        assert_eq!(!found.is_empty(), survives, "{:?} survivors {found:?}", opts.mode);
+        for pid in found {
+            // SAFETY: a process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Processes whose environment contains `needle`; when `expect` is false, waits up to a second
+/// for them to be gone.
+fn wait_for_alive(needle: &str, expect: bool) -> Vec<i32> {
+    let until = Instant::now() + Duration::from_secs(1);
+    loop {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
+                continue;
+            }
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if environ.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                found.push(pid);
+            }
+        }
+        if found.is_empty() == !expect || Instant::now() > until {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_codes_and_signals_come_through_the_namespace() {
+    let e = env();
+    for opts in [auto(), off()] {
+        let r = run(&e, &opts, "exit 7", &[]).await;
+        assert_eq!((r.code, r.signal), (Some(7), None));
+        let r = run(&e, &opts, "kill -TERM $$", &[]).await;
+        assert_eq!((r.code, r.signal), (None, Some(libc::SIGTERM)));
+        let r = run(&e, &opts, "kill -KILL $$", &[]).await;
+        assert_eq!((r.code, r.signal), (None, Some(libc::SIGKILL)));
+        // A signal with a core dump by default: the same signal, and no core from the
+        // processes above the child (their memory is the host's).
+        let r = run(&e, &opts, "ulimit -c 0; kill -SEGV $$", &[]).await;
+        assert_eq!((r.code, r.signal), (None, Some(libc::SIGSEGV)));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inside_the_namespace_only_the_call_is_visible() {
+    let f = features();
+    if !f.pid_namespace || !f.proc_mount {
+        eprintln!("skipped: no PID namespace with a private /proc here");
+        return;
+    }
+    let e = env();
+    let host = std::process::id().to_string();
+    let script = r#"echo "$$"; ls /proc | grep -c '^[0-9]'; test -e "/proc/$1" && echo HOST_VISIBLE; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; test -s /proc/1/cmdline && echo INIT_CMDLINE; kill -0 "$1" 2>/dev/null && echo HOST_SIGNALLED; true"#;
+    let r = run(&e, &auto(), script, &[&host]).await;
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    // sh is PID 2 (the init is 1); /proc lists the init, sh, and ls / grep.
+    assert_eq!(lines[0], "2", "{}", r.stderr);
+    assert!(lines[1].parse::<u32>().unwrap() <= 5, "{}", r.stdout);
+    // The init is a copy of the host: neither its environment nor its command line shows.
+    for leak in ["HOST_VISIBLE", "INIT_ENVIRON", "INIT_CMDLINE", "HOST_SIGNALLED"] {
+        assert!(!r.stdout.contains(leak), "{}", r.stdout);
+    }
+    let open = run(&e, &off(), script, &[&host]).await;
+    assert!(open.stdout.contains("HOST_VISIBLE") && open.stdout.contains("HOST_SIGNALLED"), "{}", open.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_is_blocked_unless_allowed() {
+    if !features().landlock_abi.is_some_and(|a| a >= 4) {
+        eprintln!("skipped: no Landlock network rules on this kernel");
+        return;
+    }
+    let e = env();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    // bash's /dev/tcp connects without any other program.
+    let script = r#"if command -v bash >/dev/null; then bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && echo CONNECTED; fi; echo done"#;
+    let blocked = run(&e, &auto(), script, &[&port]).await;
+    assert_eq!(blocked.stdout, "done\n");
+    let allowed = run(&e, &SandboxOptions { network: true, ..auto() }, script, &[&port]).await;
+    assert_eq!(allowed.stdout, "CONNECTED\ndone\n");
+    assert_eq!(allowed.report.network, Network::Allowed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_program_is_still_a_spawn_error() {
+    let e = env();
+    for opts in [auto(), off()] {
+        let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
+        let mut spec = SpawnSpec::new("/nonexistent/program", e.ws.canonical());
+        confinement.apply(&mut spec).unwrap();
+        let err = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(5)), &Cancel::new(), Head::new(10), Some(Head::new(10)))
+            .await
+            .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{:?}", opts.mode);
+    }
+}
+
+
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_private_proc_only_the_childs_own_entries_are_readable() {
+    if features().landlock_abi.is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let e = env();
+    let host = std::process::id().to_string();
+    // The shell reads its own entry (a child's own entry is another /proc/<pid>).
+    let script = r#"{ read -r l; } </proc/self/status && echo OWN; cat /proc/meminfo >/dev/null && echo MEMINFO; cat "/proc/$1/environ" >/dev/null 2>&1 && echo HOST_ENVIRON; cat "/proc/$1/cmdline" >/dev/null 2>&1 && echo HOST_CMDLINE; true"#;
+    for limit in [Features { pid_namespace: false, ..features() }, Features { proc_mount: false, ..features() }] {
+        let opts = SandboxOptions { limit: Some(limit), ..auto() };
+        let r = run(&e, &opts, script, &[&host]).await;
+        assert_eq!(r.stdout, "OWN\nMEMINFO\n", "{limit:?}: {}", r.stderr);
+    }
+    let open = run(&e, &off(), script, &[&host]).await;
+    assert_eq!(open.stdout, "OWN\nMEMINFO\nHOST_ENVIRON\nHOST_CMDLINE\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_and_cancellation_stop_a_confined_child_promptly() {
+    let e = env();
+    for opts in [auto(), off()] {
+        // The spawn returns as soon as the program runs (nothing between it and the host holds
+        // the spawn's status pipe or the output pipes), so the timeout is counted and kills.
+        let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
+        let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg("echo started; while :; do :; done");
+        confinement.apply(&mut spec).unwrap();
+        let started = Instant::now();
+        let f = process::run(spec, &RunOptions::with_timeout(Duration::from_millis(500)), &Cancel::new(), Head::new(100), Some(Head::new(100)))
+            .await
+            .unwrap();
+        assert_eq!(f.end, process::End::TimedOut, "{:?}", opts.mode);
+        assert_eq!(f.stdout.finish().text, "started\n");
+        assert!(started.elapsed() < Duration::from_millis(1_500), "{:?}", started.elapsed());
+
+        let confinement = sandbox::prepare(&opts, &e.ws, &[]).unwrap();
+        let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg("sleep 30");
+        confinement.apply(&mut spec).unwrap();
+        let cancel = Cancel::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            c.cancel();
+        });
+        let started = Instant::now();
+        let f = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(30)), &cancel, Head::new(100), Some(Head::new(100))).await.unwrap();
+        assert_eq!(f.end, process::End::Cancelled);
+        assert!(started.elapsed() < Duration::from_millis(1_000), "{:?}", started.elapsed());
+    }
+}

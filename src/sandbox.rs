@@ -1,0 +1,105 @@
+//! The sandbox's options, report and probe, as JS values.
+
+use napi_derive::napi;
+use workcell_core::sandbox::{self, Features, Mode, NodePermission, Report, SandboxOptions};
+
+/// Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
+/// only take away from what the probe found.
+#[napi(object)]
+pub struct SandboxFeatureLimit {
+    /// The highest Landlock ABI to use; 0 for none.
+    pub landlock_abi: Option<u32>,
+    pub pid_namespace: Option<bool>,
+    pub user_namespace: Option<bool>,
+    pub proc_mount: Option<bool>,
+}
+
+/// What the host's Node.js offers for its permission model.
+#[napi(object)]
+pub struct NodePermissionSupport {
+    /// `--permission` or `--experimental-permission`.
+    pub flag: String,
+    pub allow_addons: bool,
+    pub allow_wasi: bool,
+}
+
+/// What confined a child: the `sandbox` field of a result.
+#[napi(object)]
+pub struct SandboxReport {
+    pub landlock_abi: Option<u32>,
+    /// `"confined"` or `"open"`.
+    pub filesystem: String,
+    /// `"blocked"`, `"allowed"` or `"open"`.
+    pub network: String,
+    /// `"namespace"` or `"group"`.
+    pub processes: String,
+    pub node_permission: bool,
+}
+
+impl From<Report> for SandboxReport {
+    fn from(r: Report) -> Self {
+        SandboxReport {
+            landlock_abi: r.landlock_abi,
+            filesystem: r.filesystem.as_str().into(),
+            network: r.network.as_str().into(),
+            processes: r.processes.as_str().into(),
+            node_permission: r.node_permission,
+        }
+    }
+}
+
+/// The sandbox features of this system, as probed.
+#[napi(object)]
+pub struct SandboxFeatures {
+    pub landlock_abi: Option<u32>,
+    pub pid_namespace: bool,
+    pub user_namespace: bool,
+    pub proc_mount: bool,
+}
+
+/// Probes (once per process) what the sandbox can use here.
+#[napi]
+pub fn sandbox_features() -> SandboxFeatures {
+    let f = Features::detect();
+    SandboxFeatures { landlock_abi: f.landlock_abi, pid_namespace: f.pid_namespace, user_namespace: f.user_namespace, proc_mount: f.proc_mount }
+}
+
+/// Validates and canonicalizes a path for `readPaths` / `writePaths`; throws with a message for
+/// the host when it is not absolute or does not exist.
+#[napi]
+pub fn sandbox_grant_path(path: String) -> napi::Result<String> {
+    sandbox::canonical_grant(&path)
+        .map(|p| p.to_string_lossy().into_owned())
+        .map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))
+}
+
+/// Builds the core's sandbox options from the host's.
+pub(crate) fn options(
+    mode: Option<String>,
+    network: Option<bool>,
+    read_paths: Option<Vec<String>>,
+    write_paths: Option<Vec<String>>,
+    limit: Option<SandboxFeatureLimit>,
+) -> napi::Result<SandboxOptions> {
+    let mode = match mode {
+        None => Mode::Auto,
+        Some(m) => Mode::parse(&m).ok_or_else(|| napi::Error::from_reason(format!("workcell: unknown sandbox mode {m:?}")))?,
+    };
+    let limit = limit.map(|l| Features {
+        landlock_abi: Some(l.landlock_abi.unwrap_or(u32::MAX)),
+        pid_namespace: l.pid_namespace.unwrap_or(true),
+        user_namespace: l.user_namespace.unwrap_or(true),
+        proc_mount: l.proc_mount.unwrap_or(true),
+    });
+    Ok(SandboxOptions {
+        mode,
+        network: network.unwrap_or(false),
+        read_paths: read_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
+        write_paths: write_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
+        limit,
+    })
+}
+
+pub(crate) fn node_permission(support: Option<NodePermissionSupport>) -> Option<NodePermission> {
+    support.map(|s| NodePermission { flag: s.flag, allow_addons: s.allow_addons, allow_wasi: s.allow_wasi })
+}

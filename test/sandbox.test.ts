@@ -1,0 +1,213 @@
+// The sandbox against hostile children: every attack of test/sandbox-attacks.mjs runs with the
+// sandbox off (it must escape, so the test can fail) and under "auto" (it must be refused or
+// contained), through every tool of the table; legitimate work must still run confined. The
+// same table runs again in a host process started as `nobody`. Attacks on a layer this kernel
+// lacks are skipped, by name, from what the probe reports.
+import { spawnSync } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, test } from "vitest";
+import * as lib from "../dist/index.js";
+import { ToolError, createCodingTools, createNodeProcessTool, executeToolCall, sandboxSupport, ToolRegistry } from "../dist/index.js";
+import { ATTACKS, LEGIT, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
+import { call, content, ctx, tempWorkspace } from "./helpers.js";
+import { scriptLeftovers } from "./process-helpers.js";
+
+const features = sandboxSupport();
+const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true };
+
+describe.each(Object.keys(TOOLS))("%s: hostile children", (tool) => {
+  test.each(ATTACKS.filter((a) => a[tool]).map((a) => [a.name, a] as const))("%s", async (_name, attack) => {
+    if (!attack.needs(features)) {
+      console.warn(`skipped "${attack.name}": this kernel lacks the layer (${JSON.stringify(features)})`);
+      return;
+    }
+    const off = await runAttack(lib, tool, attack, { sandbox: "off" });
+    expect(off.escaped, `without the sandbox the attack must succeed: ${off.output.stdout}${off.output.stderr}`).toBe(true);
+    expect(off.output.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false });
+    const auto = await runAttack(lib, tool, attack, {});
+    expect(auto.escaped, `under "auto" the attack must fail: ${auto.output.stdout}${auto.output.stderr}`).toBe(false);
+    expect(auto.leftovers).toEqual([]);
+    expect(off.leftovers).toEqual([]);
+  });
+});
+
+// Each layer on its own: on a simulated kernel missing some features, an attack escapes
+// exactly when no remaining layer covers it (so `needs` is honest, and so are the reports).
+const SIMULATED = [
+  { landlockAbi: null },
+  { landlockAbi: 3 },
+  { landlockAbi: 5 },
+  { pidNamespace: false },
+  { procMount: false },
+  { landlockAbi: null, pidNamespace: false },
+] as const;
+
+describe.each(Object.keys(TOOLS))("%s: one layer missing at a time", (tool) => {
+  test.each(SIMULATED.map((f) => [JSON.stringify(f), f] as const))("%s", async (_name, limit) => {
+    const simulated = {
+      landlockAbi: limit.landlockAbi === undefined ? features.landlockAbi : limit.landlockAbi === null ? null : Math.min(limit.landlockAbi, features.landlockAbi ?? 0) || null,
+      pidNamespace: features.pidNamespace && (limit as { pidNamespace?: boolean }).pidNamespace !== false,
+      procMount: features.procMount && (limit as { procMount?: boolean }).procMount !== false && (limit as { pidNamespace?: boolean }).pidNamespace !== false,
+    };
+    for (const attack of ATTACKS.filter((a) => a[tool] && a.needs(features))) {
+      const r = await runAttack(lib, tool, attack, { sandboxFeatures: limit });
+      expect([attack.name, r.escaped], `${r.output.stdout}${r.output.stderr}`).toEqual([attack.name, !attack.needs(simulated)]);
+      expect(r.output.sandbox.landlockAbi).toBe(simulated.landlockAbi);
+      expect(r.output.sandbox.processes).toBe(simulated.pidNamespace ? "namespace" : "group");
+    }
+  }, 120_000);
+});
+
+describe.each(Object.keys(TOOLS))("%s: legitimate work runs confined", (tool) => {
+  test.each(LEGIT.filter((t) => t[tool]).map((t) => [t.name, t] as const))("%s", async (_name, task) => {
+    const r = await runLegit(lib, tool, task, {});
+    expect(r.ok, `${r.output.stdout}${r.output.stderr}`).toBe(true);
+    expect(r.output.sandbox.filesystem).toBe(features.landlockAbi === null ? "open" : "confined");
+  }, 60_000);
+});
+
+describe("this machine", () => {
+  test("has every layer (Landlock ABI 7+, user and PID namespaces, a private /proc) and a result says so", async () => {
+    // The machine the project is developed and judged on; elsewhere this names what is missing.
+    expect(features.landlockAbi).toBeGreaterThanOrEqual(7);
+    expect(features).toMatchObject({ pidNamespace: true, userNamespace: true, procMount: true });
+    const { root } = await tempWorkspace();
+    const out = await createNodeProcessTool(root, { timeoutMs: 10_000 }).execute({ source: "" }, ctx());
+    expect(out.sandbox).toEqual({ ...FULL, landlockAbi: features.landlockAbi });
+  });
+});
+
+describe("an unprivileged host", () => {
+  test("the same attacks are stopped and the same work runs when the host runs as nobody", () => {
+    const runner = fileURLToPath(new URL("./sandbox-runner.mjs", import.meta.url));
+    const r = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, runner], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH },
+      cwd: "/",
+      timeout: 170_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const results = JSON.parse(r.stdout.trim().split("\n").pop()!);
+    expect(results.uid).toBe(65534);
+    // Unprivileged, the kernel still gives every layer.
+    expect(results.features).toEqual(features);
+    for (const a of results.attacks) {
+      if (!a.needed) continue;
+      expect([a.name, a.off, a.auto, a.leftovers]).toEqual([a.name, true, false, []]);
+      expect(a.report).toEqual({ ...FULL, landlockAbi: features.landlockAbi });
+    }
+    expect(results.attacks.length).toBe(ATTACKS.length);
+    for (const t of results.legit) expect([t.name, t.ok, t.stderr]).toEqual([t.name, true, ""]);
+  }, 180_000);
+});
+
+describe("sandbox modes and options", () => {
+  test('"required" on a kernel without Landlock refuses with SANDBOX_UNAVAILABLE before any effect; "auto" runs open', async () => {
+    const { root } = await tempWorkspace();
+    const noLandlock = { landlockAbi: null };
+    const required = createNodeProcessTool(root, { timeoutMs: 10_000, sandbox: "required", sandboxFeatures: noLandlock });
+    const err = await required.execute({ source: "require('fs').writeFileSync('ran', '')" }, ctx()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ToolError);
+    expect(err).toMatchObject({ code: "SANDBOX_UNAVAILABLE", hint: expect.stringMatching(/\w/) });
+    expect((err as ToolError).details).toMatchObject({ missing: ["landlock", "landlock-network"], landlockAbi: null });
+    // Nothing ran, nothing was written.
+    expect(scriptLeftovers(root)).toEqual([]);
+    expect(await import("node:fs/promises").then((f) => f.readdir(root))).toEqual([]);
+    // Through the registry it is a recoverable error for the model.
+    const result = await executeToolCall(new ToolRegistry([required]), call("node_process", { source: "" }), new AbortController().signal);
+    expect(result.isError).toBe(true);
+    expect(content(result).error.code).toBe("SANDBOX_UNAVAILABLE");
+
+    const auto = createNodeProcessTool(root, { timeoutMs: 10_000, sandboxFeatures: noLandlock });
+    const out = await auto.execute({ source: "console.log('ran')" }, ctx());
+    expect(out.stdout).toBe("ran\n");
+    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "namespace", nodePermission: true });
+  });
+
+  test('"required" names each missing layer, and runs where all are there', async () => {
+    const { root } = await tempWorkspace();
+    const missing = async (sandboxFeatures: object, network = false) => {
+      const tool = createNodeProcessTool(root, { timeoutMs: 10_000, sandbox: "required", sandboxFeatures, network });
+      const r = await tool.execute({ source: "" }, ctx()).catch((e: ToolError) => e);
+      return r instanceof ToolError ? (r.details as { missing: string[] }).missing : r.sandbox;
+    };
+    expect(await missing({ pidNamespace: false })).toEqual(["pid-namespace"]);
+    expect(await missing({ landlockAbi: 3 })).toEqual(["landlock-network"]);
+    // With the network allowed, ABI 3 is enough.
+    expect(await missing({ landlockAbi: 3 }, true)).toMatchObject({ landlockAbi: 3, filesystem: "confined", network: "allowed" });
+    expect(await missing({})).toEqual({ ...FULL, landlockAbi: features.landlockAbi });
+  });
+
+  test('"off" applies nothing and says so; the description tells the model', async () => {
+    const { root } = await tempWorkspace();
+    const off = createNodeProcessTool(root, { timeoutMs: 10_000, sandbox: "off" });
+    const out = await off.execute({ source: "console.log(JSON.stringify(process.execArgv))" }, ctx());
+    expect(out.stdout).toBe("[]\n");
+    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false });
+    expect(off.description).toContain("without a sandbox");
+    expect(createNodeProcessTool(root).description).toContain("the network is blocked");
+    expect(createNodeProcessTool(root, { network: true }).description).toContain("the network is allowed");
+  });
+
+  test("network: true lets the child connect and reports allowed", async () => {
+    const attack = ATTACKS.find((a) => a.name.startsWith("connect to a TCP"))!;
+    const r = await runAttack(lib, "node_process", attack, { network: true });
+    expect(r.escaped).toBe(true);
+    expect(r.output.sandbox).toMatchObject({ network: "allowed", filesystem: "confined", processes: "namespace" });
+  });
+
+  test("readPaths and writePaths add grants, checked and resolved at creation", async () => {
+    const s = await setting();
+    try {
+      const read = createNodeProcessTool(s.root, { timeoutMs: 10_000, readPaths: [s.outside] });
+      const source = `
+        const fs = require("fs"), cp = require("child_process"), dir = process.argv[1];
+        const r = (f) => { try { return String(f()); } catch (e) { return e.code || String(e.status); } };
+        console.log(JSON.stringify([r(() => fs.readFileSync(dir + "/id_rsa", "utf8")), r(() => cp.execFileSync("cat", [dir + "/id_rsa"], { encoding: "utf8" })),
+          r(() => fs.writeFileSync(dir + "/w1", "x")), r(() => cp.execFileSync("sh", ["-c", 'echo x > "$1/w2"', "sh", dir], { stdio: "pipe" }))]));`;
+      const [fsRead, catRead, fsWrite, shWrite] = JSON.parse((await read.execute({ source, arguments: [s.outside] }, ctx())).stdout);
+      expect([fsRead, catRead]).toEqual([s.canary, s.canary]);
+      expect([fsWrite, shWrite]).toEqual(["ERR_ACCESS_DENIED", "2"]);
+      const write = createNodeProcessTool(s.root, { timeoutMs: 10_000, writePaths: [join(s.outside, ".", "")] });
+      const out = JSON.parse((await write.execute({ source, arguments: [s.outside] }, ctx())).stdout);
+      expect(out).toEqual([s.canary, s.canary, "undefined", ""]);
+      // Other places stay closed.
+      const other = JSON.parse((await write.execute({ source, arguments: [s.parent] }, ctx())).stdout);
+      expect(other.slice(2)).toEqual(["ERR_ACCESS_DENIED", "2"]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("bad sandbox options throw at creation", async () => {
+    const { root, parent } = await tempWorkspace();
+    expect(() => createNodeProcessTool(root, { sandbox: "on" as never })).toThrow(TypeError);
+    expect(() => createNodeProcessTool(root, { network: "yes" as never })).toThrow(TypeError);
+    expect(() => createNodeProcessTool(root, { readPaths: ["relative/dir"] })).toThrow(/absolute/);
+    expect(() => createNodeProcessTool(root, { writePaths: [join(parent, "missing")] })).toThrow(/cannot be granted/);
+    expect(() => createNodeProcessTool(root, { readPaths: "/" as never })).toThrow(TypeError);
+    expect(() => createNodeProcessTool(root, { sandboxFeatures: { landlockAbi: -1 } })).toThrow(TypeError);
+    await writeFile(join(parent, "f"), "");
+    expect(() => createNodeProcessTool(root, { readPaths: [join(parent, "f")] })).not.toThrow();
+  });
+
+  test("createCodingTools passes the shared sandbox settings to node_process", async () => {
+    const { root } = await tempWorkspace();
+    const tools = createCodingTools(root, { processes: { sandbox: "off", timeoutMs: 10_000 } });
+    const node = tools.find((t) => t.name === "node_process")!;
+    const out = (await node.execute({ source: "" }, ctx())) as { sandbox: unknown };
+    expect(out.sandbox).toMatchObject({ filesystem: "open", processes: "group" });
+    const net = createCodingTools(root, { processes: { network: true, timeoutMs: 10_000 } }).find((t) => t.name === "node_process")!;
+    expect(((await net.execute({ source: "" }, ctx())) as { sandbox: { network: string } }).sandbox.network).toBe("allowed");
+  });
+
+  test("a timeout's details carry the sandbox report too", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root, { timeoutMs: 300 });
+    const err = (await tool.execute({ source: "for(;;){}" }, ctx()).catch((e: unknown) => e)) as ToolError;
+    expect(err.code).toBe("NODE_PROCESS_TIMEOUT");
+    expect((err.details as { sandbox: unknown }).sandbox).toEqual({ ...FULL, landlockAbi: features.landlockAbi });
+  });
+});
