@@ -19,6 +19,23 @@ export declare class CancelHandle {
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
   /**
+   * Checks run_command's input (policy, cwd grammar, timeout) without any effect. Throws
+   * (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   */
+  checkRunCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions): void
+  /**
+   * run_command: resolves to the output or to `{ error }` (timeout, cancellation, refusals);
+   * never rejects for a tool error. Throws synchronously when `options` are unusable.
+   */
+  runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions, cancel?: CancelHandle | undefined | null): Promise<RunCommandResult>
+  /**
+   * edit_file: resolves to `{ path, edits, bytes, diff }` or to `{ error }`; never rejects.
+   * Takes its place in the target's write queue synchronously (shared with write_file).
+   */
+  editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<EditResult>
+  /** list_files: resolves to the listing or to `{ error }`; never rejects. */
+  listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
+  /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
    */
@@ -30,6 +47,17 @@ export declare class NativeWorkspace {
   nodeProcess(source: string, arguments: Array<string>, options: NodeProcessOptions, cancel?: CancelHandle | undefined | null): Promise<NodeProcessResult>
   /** read_file: resolves to the content or to `{ error }`; never rejects. */
   readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<ReadResult>
+  /** read_file with `offset` / `limit`: a window of lines; resolves to it or to `{ error }`. */
+  readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ReadWindowResult>
+  /** search_files: resolves to the matches or to `{ error }`; never rejects. */
+  searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<SearchResult>
+  /**
+   * Checks run_tests's input (runner, args, timeout) without any effect. Throws (message: the
+   * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   */
+  checkRunTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions): void
+  /** run_tests: resolves to the report or to `{ error }`; never rejects for a tool error. */
+  runTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions, cancel?: CancelHandle | undefined | null): Promise<RunTestsResult>
   /**
    * Canonicalizes and opens `root`. Throws an Error whose message is the JSON of the tool
    * error.
@@ -43,7 +71,16 @@ export declare class NativeWorkspace {
    * call order; all filesystem work happens off the JS thread (usually on one blocking-pool
    * thread, which settles the promise directly).
    */
-  writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<WriteResult>
+  writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<WriteResult>
+}
+
+/**
+ * A compiled write guard (protected globs, links refused), shared by a workspace's writing
+ * tools. The decisions are made in workcell-core.
+ */
+export declare class WriteGuard {
+  /** Compiles the globs; throws a TypeError naming an invalid one. */
+  constructor(protect: Array<string>, refuseLinks: boolean)
 }
 
 /**
@@ -51,6 +88,19 @@ export declare class NativeWorkspace {
  * `TOOL_ARGUMENTS_INVALID` with `COMMAND_REFUSED` (or a shape reason) instead.
  */
 export declare function checkCommand(argv: Array<string>, policy?: NativeCommandPolicy | undefined | null): CommandCheckResult
+
+/**
+ * Applies edit_file's effect-free checks and returns the normalized path; throws (message:
+ * the tool error's JSON).
+ */
+export declare function checkEditArguments(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null): string
+
+/**
+ * Compiles a search pattern (and glob) without searching; throws (message: the tool error's
+ * JSON) with `TOOL_ARGUMENTS_INVALID` when either does not compile, the parser's message in
+ * the hint.
+ */
+export declare function checkSearchPattern(pattern: string, glob?: string | undefined | null, ignoreCase?: boolean | undefined | null, literal?: boolean | undefined | null): void
 
 /**
  * Applies write_file's effect-free checks (path grammar, no trailing `/`, well-formed content
@@ -67,10 +117,42 @@ export interface CommandCheckResult {
 /** The default deny-list. */
 export declare function defaultDenyCommands(): Array<string>
 
+/** One replacement, as the model sent it. */
+export interface EditArg {
+  oldText: string
+  newText: string
+}
+
+export interface EditResult {
+  path?: string
+  edits?: number
+  bytes?: number
+  diff?: string
+  error?: NativeError
+}
+
 /** One environment variable for the child. */
 export interface EnvVar {
   name: string
   value: string
+}
+
+/** hashFile(root, path): resolves to the approval hash or to `{ error }`; never rejects. */
+export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<HashResult>
+
+export interface HashResult {
+  /** `"absent"`, `"not a regular file: <type>"` or the hex SHA-256 of the content. */
+  hash?: string
+  error?: NativeError
+}
+
+export interface ListResult {
+  path?: string
+  entries?: Array<string>
+  truncated?: boolean
+  notShown?: number
+  note?: string
+  error?: NativeError
 }
 
 /** Lists that replace the defaults of the command policy. */
@@ -152,6 +234,90 @@ export interface ReadResult {
   error?: NativeError
 }
 
+export interface ReadWindowResult {
+  path?: string
+  content?: string
+  /** UTF-8 byte length of `content`. */
+  bytes?: number
+  /** Size of the file in bytes. */
+  fileBytes?: number
+  offset?: number
+  lines?: number
+  nextOffset?: number
+  totalLines?: number
+  error?: NativeError
+}
+
+/** The host's configuration of run_command. */
+export interface RunCommandOptions {
+  /** Replaces the default deny-list. */
+  denyCommands?: Array<string>
+  /** When set, the only programs that may run. */
+  allowCommands?: Array<string>
+  /** The child's PATH (also where `argv[0]` is looked up). */
+  path: string
+  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
+  env?: Array<EnvVar>
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  outputHeadBytes?: number
+  outputTailBytes?: number
+  /** Where the per-call scratch directories go (the host's temporary directory). */
+  scratchDir: string
+  /** `"auto"` (default), `"pidfd"` or `"thread"`. */
+  reaper?: string
+}
+
+export interface RunCommandResult {
+  exitCode?: number
+  signal?: string
+  output?: string
+  truncated?: boolean
+  omittedBytes?: number
+  timedOut?: boolean
+  durationMs?: number
+  timeoutMs?: number
+  note?: string
+  error?: NativeError
+}
+
+/** The host's configuration of run_tests. */
+export interface RunTestsOptions {
+  /** Replaces the default deny-list (applied to `[runner, ...args]`). */
+  denyCommands?: Array<string>
+  /** When set, the only programs (runners) that may run. */
+  allowCommands?: Array<string>
+  /** The runners' PATH. */
+  path: string
+  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
+  env?: Array<EnvVar>
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  /** The Node.js for `node --test` and vitest (the host's `process.execPath`). */
+  nodePath: string
+  cargoHome?: string
+  rustupHome?: string
+  goCache?: string
+  goModCache?: string
+  /** Where the per-call scratch directories go. */
+  scratchDir: string
+  reaper?: string
+}
+
+export interface RunTestsResult {
+  report?: string
+  passed?: number
+  failed?: number
+  skipped?: number
+  failures?: Array<TestFailure>
+  buildErrors?: Array<string>
+  exitCode?: number
+  durationMs?: number
+  timeoutMs?: number
+  note?: string
+  error?: NativeError
+}
+
 /**
  * Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
  * only take away from what the probe found.
@@ -191,6 +357,28 @@ export interface SandboxReport {
   /** `"namespace"` or `"group"`. */
   processes: string
   nodePermission: boolean
+}
+
+/** The arguments of one search, as plain data (strings checked for lone surrogates in Rust). */
+export interface SearchArgs {
+  ignoreCase?: boolean
+  literal?: boolean
+  limit?: number
+  gitignore?: boolean
+}
+
+export interface SearchResult {
+  matches?: Array<string>
+  truncated?: boolean
+  filesSearched?: number
+  note?: string
+  error?: NativeError
+}
+
+export interface TestFailure {
+  name: string
+  file?: string
+  output: string
 }
 
 export interface WriteResult {

@@ -773,12 +773,16 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, checkCommand, checkWriteArguments, defaultDenyCommands, normalizePath, processReaper, sandboxFeatures, sandboxGrantPath } = nativeBinding
+const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper, sandboxFeatures, sandboxGrantPath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
+export { WriteGuard }
 export { checkCommand }
+export { checkEditArguments }
+export { checkSearchPattern }
 export { checkWriteArguments }
 export { defaultDenyCommands }
+export { hashFile }
 export { normalizePath }
 export { processReaper }
 export { sandboxFeatures }

@@ -3,11 +3,18 @@
 
 #![deny(clippy::all)]
 
+mod command;
 mod convert;
+mod edit;
+mod guard;
+mod hash;
+mod list;
 mod path;
 mod policy;
 mod process;
 mod read;
+mod search;
+mod run_tests;
 mod sandbox;
 mod workspace;
 mod write;

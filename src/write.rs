@@ -4,6 +4,7 @@ use napi_derive::napi;
 use workcell_core::write::{self, WriteOutput, WriteRequest, MAX_WRITE_BYTES};
 
 use crate::convert::{throw, NativeError};
+use crate::guard::{guard_of, WriteGuard};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
 #[napi(object)]
@@ -43,6 +44,7 @@ impl NativeWorkspace {
     /// call order; all filesystem work happens off the JS thread (usually on one blocking-pool
     /// thread, which settles the promise directly).
     #[napi(ts_return_type = "Promise<WriteResult>")]
+    #[allow(clippy::too_many_arguments)]
     pub fn write_file<'env>(
         &self,
         env: &'env Env,
@@ -50,9 +52,12 @@ impl NativeWorkspace {
         content: Utf16String,
         max_bytes: Option<u32>,
         cancel: Option<&CancelHandle>,
+        expected_hash: Option<String>,
+        guard: Option<&WriteGuard>,
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
-        let checked = request(&path, &content, max_bytes);
+        let checked =
+            request(&path, &content, max_bytes).map(|r| r.with_expected_hash(expected_hash).with_guard(guard_of(guard)));
         drop((path, content));
         let (deferred, promise) = env.create_deferred::<WriteResult, Resolver>()?;
         let settle = move |out: workcell_core::Result<WriteOutput>| {

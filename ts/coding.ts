@@ -1,13 +1,26 @@
 import { createNodeProcessTool, type NodeProcessToolOptions } from "./node-process.js";
 import { createReadTool, type ReadToolOptions } from "./read.js";
+import { createListTool, type ListToolOptions } from "./list.js";
+import { createSearchTool, type SearchToolOptions } from "./search.js";
+import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
+import { createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
+import { createEditTool, type EditToolOptions } from "./edit.js";
+import type { WriteGuardOptions } from "./guard.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
+  edit?: EditToolOptions;
+  /** The write guard of every writing tool (write_file, edit_file); a tool's own options override it. */
+  guard?: WriteGuardOptions;
+  list?: ListToolOptions;
+  search?: SearchToolOptions;
   nodeProcess?: NodeProcessToolOptions;
+  runCommand?: RunCommandToolOptions;
+  runTests?: RunTestsToolOptions;
   /**
    * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
@@ -34,7 +47,12 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
   };
   return [
     createReadTool(root, options.read),
-    createWriteTool(root, options.write),
+    createListTool(root, options.list),
+    createSearchTool(root, options.search),
+    createWriteTool(root, { ...options.guard, ...options.write }),
+    createEditTool(root, { ...options.guard, ...options.edit }),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
+    createRunCommandTool(root, { ...processes, ...options.runCommand }),
+    createRunTestsTool(root, { ...processes, ...options.runTests }),
   ];
 }

@@ -103,7 +103,7 @@ function script(has: (name: string) => boolean): Step[] {
       args: { path: "notes.txt" },
     },
     { say: "Refused: writing outside through the same symlink.", tool: "write_file", args: { path: "notes.txt", content: "pwned" } },
-    { say: "Refused: a command on the deny list.", tool: "run_command", args: { argv: ["sudo", "rm", "-rf", "/"] } },
+    { say: "Refused: a command on the deny list.", tool: "run_command", args: { argv: ["sudo", "cat", "/etc/passwd"] } },
   ];
 
   // A timeout: the first process tool there is.

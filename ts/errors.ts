@@ -18,6 +18,7 @@ export const ErrorCode = {
   EDIT_NOT_UNIQUE: "EDIT_NOT_UNIQUE",
   PATH_PROTECTED: "PATH_PROTECTED",
   TESTS_TIMED_OUT: "TESTS_TIMED_OUT",
+  TEST_RUNNER_FAILED: "TEST_RUNNER_FAILED",
   IO_ERROR: "IO_ERROR",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

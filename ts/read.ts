@@ -5,21 +5,55 @@ import type { Tool, ToolContext } from "./tool.js";
 
 export interface ReadInput {
   path: string;
+  /** First line of a window, from 1. With `offset` or `limit`, a window of lines is read. */
+  offset?: number;
+  /** Most lines in the window. */
+  limit?: number;
 }
 
+/**
+ * Without `offset` / `limit`: `{ path, content, bytes }`, the whole file (`bytes` = its UTF-8
+ * byte length). With either: a window of whole lines (each with its line terminator, so
+ * consecutive windows concatenate to the file), and the window fields below; `bytes` is then
+ * the byte length of `content`.
+ */
 export interface ReadOutput {
   /** The normalized path. */
   path: string;
   content: string;
-  /** UTF-8 byte length of the file. */
+  /** UTF-8 byte length of `content` (the whole file when no window was asked for). */
   bytes: number;
+  /** Window only: the file's size in bytes. */
+  fileBytes?: number;
+  /** Window only: the number of the first line in `content` (the requested offset). */
+  offset?: number;
+  /** Window only: how many lines `content` holds. */
+  lines?: number;
+  /** Window only: the offset to read on from; absent when the window reached the end. */
+  nextOffset?: number;
+  /** Window only: the file's number of lines, when the window reached the end of the file. */
+  totalLines?: number;
 }
 
 export interface ReadToolOptions {}
 
 const parameters: JsonSchema = {
   type: "object",
-  properties: { path: pathProperty("The file to read, relative to the workspace root, such as src/index.ts.") },
+  properties: {
+    path: pathProperty("The file to read, relative to the workspace root, such as src/index.ts."),
+    offset: {
+      type: "integer",
+      minimum: 1,
+      maximum: 4294967295,
+      description: "For files over 64 KiB: the first line to read, from 1. Continue from the nextOffset of the previous result.",
+    },
+    limit: {
+      type: "integer",
+      minimum: 1,
+      maximum: 4294967295,
+      description: "For files over 64 KiB: the most lines to read. Default: as many as fit in 65,536 bytes.",
+    },
+  },
   required: ["path"],
   additionalProperties: false,
 };
@@ -27,8 +61,8 @@ const parameters: JsonSchema = {
 const description = [
   "Read a UTF-8 text file from the workspace.",
   "The path is relative to the workspace root and uses / between names (src/index.ts); absolute paths, .., backslashes, drive letters and Windows device names are refused, and symlinks may not lead outside the workspace.",
-  "Only regular files of at most 65,536 bytes of valid UTF-8 are returned.",
-  "Returns { path, content, bytes }.",
+  "Only regular files of valid UTF-8 are read; a file of at most 65,536 bytes is returned whole as { path, content, bytes }.",
+  "A larger file (up to 64 MiB) is read in windows of whole lines: pass offset (first line, from 1) and/or limit (lines); the result adds { fileBytes, offset, lines, nextOffset?, totalLines? }, holds at most 65,536 bytes, and nextOffset is where to continue (absent at the end of the file).",
 ].join(" ");
 
 /** Creates the `read_file` tool for one workspace root. */
@@ -40,13 +74,32 @@ export function createReadTool(root: string, _options: ReadToolOptions = {}): To
     parameters,
     validate(input: unknown): ReadInput {
       checkSchema(parameters, input);
-      const { path } = input as ReadInput;
+      const { path, offset, limit } = input as ReadInput;
       validatePath(path, "arguments.path");
-      return { path };
+      const out: ReadInput = { path };
+      if (offset !== undefined) out.offset = offset;
+      if (limit !== undefined) out.limit = limit;
+      return out;
     },
     async execute(input: ReadInput, context: ToolContext): Promise<ReadOutput> {
-      const r = await callNative(context?.signal, (cancel) => ws.readFile(input.path, cancel));
-      return { path: r.path!, content: r.content!, bytes: r.bytes! };
+      if (input.offset === undefined && input.limit === undefined) {
+        const r = await callNative(context?.signal, (cancel) => ws.readFile(input.path, cancel));
+        return { path: r.path!, content: r.content!, bytes: r.bytes! };
+      }
+      const w = await callNative(context?.signal, (cancel) =>
+        ws.readFileWindow(input.path, input.offset, input.limit, cancel),
+      );
+      const out: ReadOutput = {
+        path: w.path!,
+        content: w.content!,
+        bytes: w.bytes!,
+        fileBytes: w.fileBytes!,
+        offset: w.offset!,
+        lines: w.lines!,
+      };
+      if (w.nextOffset != null) out.nextOffset = w.nextOffset;
+      if (w.totalLines != null) out.totalLines = w.totalLines;
+      return out;
     },
   };
 }

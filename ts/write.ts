@@ -2,10 +2,13 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 
 export interface WriteInput {
   path: string;
   content: string;
+  /** Write only if the target still has this approval hash (see `hashFile`). */
+  expectedHash?: string;
 }
 
 export interface WriteOutput {
@@ -21,7 +24,7 @@ export interface WriteOutput {
 export const DEFAULT_MAX_WRITE_BYTES = 65_536;
 const CEILING_MAX_WRITE_BYTES = 16 * 1024 * 1024;
 
-export interface WriteToolOptions {
+export interface WriteToolOptions extends WriteGuardOptions {
   /** Largest content accepted, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;
 }
@@ -41,6 +44,7 @@ const parameters: JsonSchema = {
       "The file to write, relative to the workspace root, such as src/index.ts. Missing directories are created.",
     ),
     content: { type: "string", description: "The complete new content of the file (UTF-8 text)." },
+    expectedHash: expectedHashProperty,
   },
   required: ["path", "content"],
   additionalProperties: false,
@@ -53,6 +57,7 @@ function describe(limit: number): string {
     "Missing parent directories are created. A symlink to a file inside the workspace is written through (the link stays).",
     `The content replaces the whole file atomically: at most ${limit.toLocaleString("en-US")} UTF-8 bytes.`,
     "An existing file keeps its permissions; a new file gets 0644. Directories, FIFOs, sockets and devices are refused.",
+    "Paths protected by the host (by default .git and everything in it) are refused with PATH_PROTECTED.",
     "Returns { path, bytes, created }.",
   ].join(" ");
 }
@@ -60,6 +65,7 @@ function describe(limit: number): string {
 /** Creates the `write_file` tool for one workspace root. */
 export function createWriteTool(root: string, options: WriteToolOptions = {}): Tool<WriteInput, WriteOutput> {
   const limit = limitOf(options);
+  const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
   return {
     name: "write_file",
@@ -67,17 +73,19 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
     parameters,
     validate(input: unknown): WriteInput {
       checkSchema(parameters, input);
-      const { path, content } = input as WriteInput;
+      const { path, content, expectedHash } = input as WriteInput;
       try {
         binding.checkWriteArguments(path, content, limit);
       } catch (err) {
         throw fromThrown(err);
       }
-      return { path, content };
+      return expectedHash === undefined ? { path, content } : { path, content, expectedHash };
     },
     async execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
       // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) => ws.writeFile(input.path, input.content, limit, cancel));
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard),
+      );
       return { path: r.path!, bytes: r.bytes!, created: r.created! };
     },
   };

@@ -28,6 +28,8 @@ pub enum Code {
     EditNotUnique,
     PathProtected,
     TestsTimedOut,
+    /// run_tests: the runner could not start or run (not installed, broken configuration).
+    TestRunnerFailed,
     IoError,
     /// Not a tool error: the call was cancelled. The JS layer turns it into an AbortError.
     Cancelled,
@@ -53,6 +55,7 @@ impl Code {
             Code::EditNotUnique => "EDIT_NOT_UNIQUE",
             Code::PathProtected => "PATH_PROTECTED",
             Code::TestsTimedOut => "TESTS_TIMED_OUT",
+            Code::TestRunnerFailed => "TEST_RUNNER_FAILED",
             Code::IoError => "IO_ERROR",
             Code::Cancelled => "ABORTED",
         }

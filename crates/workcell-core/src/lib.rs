@@ -4,25 +4,39 @@
 //! - [`error`]: stable error codes, hints, details;
 //! - [`path`]: the path grammar every model-supplied path goes through;
 //! - [`root`]: the workspace root, its identity and resolution beneath it;
-//! - [`read`]: `read_file`;
+//! - [`read`]: `read_file`; [`page`]: windows of larger files (`offset` / `limit`);
 //! - [`write`]: `write_file`, with [`target_lock`] serializing writes per target;
+//! - [`walk`]: the confined directory walk; [`list`]: `list_files`; [`search`]: `search_files`;
+//! - [`hash`]: approval hashes (`hashFile`);
+//! - [`edit`]: `edit_file`; [`guard`]: the write guard (protected globs, links refused);
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
 //! - [`node`]: the `node_process` tool;
+//! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
+//! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test);
 //! - [`sandbox`]: OS confinement (Landlock, PID namespaces, Node's permission model) for every
 //!   process a tool starts.
 
 pub mod cancel;
+pub mod command;
+pub mod edit;
 pub mod error;
+pub mod guard;
+pub mod hash;
+pub mod list;
 pub mod node;
+pub mod page;
 pub mod path;
 pub mod policy;
 pub mod process;
 pub mod read;
 pub mod root;
 pub mod sandbox;
+pub mod search;
 pub mod target_lock;
+pub mod testrun;
+pub mod walk;
 pub mod write;
 
 pub use cancel::Cancel;

@@ -98,7 +98,7 @@ pub fn decode_utf8(path: &str, bytes: Vec<u8>) -> Result<String> {
 
 pub fn too_large(path: &str, limit: usize) -> Error {
     Error::new(Code::FileTooLarge, format!("{path} is larger than {limit} bytes"))
-        .with_hint("the file is too large to read whole; read a window of it with offset and limit (lines), or search it for what you need")
+        .with_hint("the file is too large to read whole; read it in windows of lines: pass offset (the first line, from 1) and limit (how many lines), such as { path, offset: 1, limit: 400 }, then continue from the nextOffset of each result; or use search_files to find what you need")
         .with_details(serde_json::json!({ "limit": limit }))
 }
 

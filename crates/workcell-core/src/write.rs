@@ -18,6 +18,10 @@
 //!    file is the temp. Any failure before the rename removes the temp (only if the name still
 //!    names the file this call created) and leaves the old target untouched.
 //!
+//! The phases are shared with `edit_file` through [`Job`]: a job is checked against the write
+//! guard ([`crate::guard`]) around resolution, and its [`Job::run`] (for `write_file`: the
+//! `expectedHash` check, then the install) runs while the lock is held.
+//!
 //! Waiting for the lock is asynchronous; the filesystem work runs on tokio's blocking pool,
 //! never on the caller's thread (Node's event loop).
 
@@ -35,6 +39,7 @@ use tokio::sync::Semaphore;
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
+use crate::guard::Guard;
 use crate::path::RelPath;
 use crate::root::{Identity, Workspace};
 use crate::target_lock::{self, Registration, TargetKey, Ticket};
@@ -104,6 +109,8 @@ pub struct WriteOutput {
 pub struct WriteRequest {
     path: RelPath,
     content: String,
+    expected_hash: Option<String>,
+    guard: Option<Arc<Guard>>,
 }
 
 impl WriteRequest {
@@ -112,7 +119,7 @@ impl WriteRequest {
     pub fn new(path: &str, content: String, max_bytes: usize) -> Result<Self> {
         let path = check_path(path)?;
         check_content_len(content.len(), max_bytes)?;
-        Ok(WriteRequest { path, content })
+        Ok(WriteRequest { path, content, expected_hash: None, guard: None })
     }
 
     /// Like [`WriteRequest::new`] for strings that arrived as UTF-16: lone surrogates in the
@@ -124,7 +131,7 @@ impl WriteRequest {
         // the well-formedness check still comes first for content that fits.
         let content = crate::path::from_utf16(content)?;
         check_content_len(content.len(), max_bytes)?;
-        Ok(WriteRequest { path, content })
+        Ok(WriteRequest { path, content, expected_hash: None, guard: None })
     }
 
     pub fn path(&self) -> &RelPath {
@@ -133,6 +140,18 @@ impl WriteRequest {
 
     pub fn content(&self) -> &str {
         &self.content
+    }
+
+    /// Writes only if the target still has this approval hash (else `TARGET_CHANGED`).
+    pub fn with_expected_hash(mut self, hash: Option<String>) -> Self {
+        self.expected_hash = hash;
+        self
+    }
+
+    /// Applies a write guard (protected globs, links refused).
+    pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
+        self.guard = guard;
+        self
     }
 }
 
@@ -169,66 +188,109 @@ pub fn ticket() -> Ticket {
     target_lock::ticket()
 }
 
+/// One writing operation run by the shared machinery: `write_file` ([`WriteRequest`]) or
+/// `edit_file` (`crate::edit::EditRequest`). The machinery checks the write guard, resolves the
+/// target, takes its lock and calls [`Job::run`] while holding it; `run` ends with [`install`].
+pub trait Job: Send + 'static {
+    type Output: Send + 'static;
+    /// The normalized path the call names.
+    fn path(&self) -> &RelPath;
+    /// The write guard of the tool that made the call.
+    fn guard(&self) -> Option<&Guard>;
+    /// The work done under the target's lock.
+    fn run(self, ws: &Workspace, target: &Resolved, cancel: &Cancel) -> Result<Self::Output>;
+}
+
+impl Job for WriteRequest {
+    type Output = WriteOutput;
+    fn path(&self) -> &RelPath {
+        &self.path
+    }
+    fn guard(&self) -> Option<&Guard> {
+        self.guard.as_deref()
+    }
+    fn run(self, ws: &Workspace, target: &Resolved, cancel: &Cancel) -> Result<WriteOutput> {
+        if let Some(expected) = &self.expected_hash {
+            check_expected_hash(target, &self.path, expected, cancel)?;
+        }
+        install(ws, &self.path, target, self.content.as_bytes(), cancel)
+    }
+}
+
 /// How far [`start`] got.
 #[derive(Debug)]
-pub enum Started {
+pub enum Started<J: Job> {
     /// The write ended (the target's lock was free, or the call failed before needing it).
-    Done(Result<WriteOutput>),
+    Done(Result<J::Output>),
     /// Resolved and queued behind other writes of the same target: finish it with
     /// [`Queued::finish`], which waits asynchronously.
-    Queued(Queued),
+    Queued(Queued<J>),
 }
 
 /// A resolved write waiting for its target's lock.
 #[derive(Debug)]
-pub struct Queued {
+pub struct Queued<J: Job> {
     ws: Arc<Workspace>,
-    path: RelPath,
-    content: String,
+    job: J,
     resolved: Resolved,
     registration: Registration,
     cancel: Cancel,
 }
 
-impl Queued {
-    /// Waits for the lock without blocking a thread, then installs on the blocking pool.
-    pub async fn finish(self) -> Result<WriteOutput> {
-        let Queued { ws, path, content, resolved, registration, cancel } = self;
+impl<J: Job> Queued<J> {
+    /// Waits for the lock without blocking a thread, then runs the job on the blocking pool.
+    pub async fn finish(self) -> Result<J::Output> {
+        let Queued { ws, job, resolved, registration, cancel } = self;
         let guard = registration.wait(&cancel).await?;
         let out = {
             let cancel = cancel.clone();
-            blocking(&cancel.clone(), move || install(&ws, &path, &resolved, content.as_bytes(), &cancel)).await
+            blocking(&cancel.clone(), move || job.run(&ws, &resolved, &cancel)).await
         };
         drop(guard);
         out
     }
 }
 
-/// The blocking part of a write, for a worker thread: resolves the target and, when its lock
-/// is free right away, installs too, all on this thread. Otherwise returns the queued write.
-pub fn start(ws: Arc<Workspace>, request: WriteRequest, ticket: Ticket, cancel: Cancel) -> Started {
-    let WriteRequest { path, content } = request;
-    let resolved = match resolve(&ws, &path, &cancel) {
+/// The blocking part of a write, for a worker thread: checks the guard, resolves the target
+/// and, when its lock is free right away, runs the job too, all on this thread. Otherwise
+/// returns the queued write.
+pub fn start<J: Job>(ws: Arc<Workspace>, job: J, ticket: Ticket, cancel: Cancel) -> Started<J> {
+    let resolved = match guarded_resolve(&ws, &job, &cancel) {
         Ok(r) => r,
         Err(e) => return Started::Done(Err(e)),
     };
     match ticket.register(resolved.key()).try_take() {
         Ok(guard) => {
-            let out = install(&ws, &path, &resolved, content.as_bytes(), &cancel);
+            let out = job.run(&ws, &resolved, &cancel);
             drop(guard);
             Started::Done(out)
         }
-        Err(registration) => Started::Queued(Queued { ws, path, content, resolved, registration, cancel }),
+        Err(registration) => Started::Queued(Queued { ws, job, resolved, registration, cancel }),
     }
 }
 
-/// Writes `request` into the workspace (resolution, lock, install). `ticket` must have been
-/// taken when the call was made.
-pub async fn write_file(ws: Arc<Workspace>, request: WriteRequest, ticket: Ticket, cancel: Cancel) -> Result<WriteOutput> {
+/// The guard's checks around resolution: the path as named and the links on the way (before
+/// any directory is created), then the file the write really lands on.
+fn guarded_resolve<J: Job>(ws: &Workspace, job: &J, cancel: &Cancel) -> Result<Resolved> {
+    if let Some(guard) = job.guard() {
+        cancel.check()?;
+        ws.check()?;
+        guard.check_before(ws, job.path())?;
+    }
+    let resolved = resolve_guarded(ws, job.path(), cancel, job.guard())?;
+    if let Some(guard) = job.guard() {
+        guard.check_landing(ws, job.path(), &resolved.dir, &resolved.name)?;
+    }
+    Ok(resolved)
+}
+
+/// Runs `job` (resolution, lock, the job's work). `ticket` must have been taken when the call
+/// was made.
+pub async fn run_job<J: Job>(ws: Arc<Workspace>, job: J, ticket: Ticket, cancel: Cancel) -> Result<J::Output> {
     cancel.check()?;
     let started = {
         let cancel = cancel.clone();
-        blocking(&cancel.clone(), move || Ok(start(ws, request, ticket, cancel))).await?
+        blocking(&cancel.clone(), move || Ok(start(ws, job, ticket, cancel))).await?
     };
     match started {
         Started::Done(out) => out,
@@ -236,19 +298,28 @@ pub async fn write_file(ws: Arc<Workspace>, request: WriteRequest, ticket: Ticke
     }
 }
 
+/// Writes `request` into the workspace (resolution, lock, install). `ticket` must have been
+/// taken when the call was made.
+pub async fn write_file(ws: Arc<Workspace>, request: WriteRequest, ticket: Ticket, cancel: Cancel) -> Result<WriteOutput> {
+    run_job(ws, request, ticket, cancel).await
+}
+
 /// Calls its callback exactly once: with the outcome, or with an internal error if the write
 /// was dropped without one (a panic in a worker), so a host's promise always settles.
-struct Settle<F: FnOnce(Result<WriteOutput>)>(Option<F>);
+struct Settle<T, F: FnOnce(Result<T>)>(Option<F>, std::marker::PhantomData<fn(T)>);
 
-impl<F: FnOnce(Result<WriteOutput>)> Settle<F> {
-    fn done(mut self, out: Result<WriteOutput>) {
+impl<T, F: FnOnce(Result<T>)> Settle<T, F> {
+    fn new(f: F) -> Self {
+        Settle(Some(f), std::marker::PhantomData)
+    }
+    fn done(mut self, out: Result<T>) {
         if let Some(f) = self.0.take() {
             f(out)
         }
     }
 }
 
-impl<F: FnOnce(Result<WriteOutput>)> Drop for Settle<F> {
+impl<T, F: FnOnce(Result<T>)> Drop for Settle<T, F> {
     fn drop(&mut self) {
         if let Some(f) = self.0.take() {
             f(Err(internal("the write stopped unexpectedly")))
@@ -256,18 +327,18 @@ impl<F: FnOnce(Result<WriteOutput>)> Drop for Settle<F> {
     }
 }
 
-/// Starts a write from a thread outside the runtime's workers (a host's main thread), inside
+/// Starts a job from a thread outside the runtime's workers (a host's main thread), inside
 /// the runtime's context. `done` gets the outcome, exactly once, on a worker thread. When a
-/// blocking slot is free, the whole write usually runs on one blocking-pool thread: no hop
+/// blocking slot is free, the whole job usually runs on one blocking-pool thread: no hop
 /// through an async worker, no thread ever blocked waiting for a lock.
-pub fn spawn_write(
+pub fn spawn_job<J: Job>(
     ws: Arc<Workspace>,
-    request: WriteRequest,
+    job: J,
     ticket: Ticket,
     cancel: Cancel,
-    done: impl FnOnce(Result<WriteOutput>) + Send + 'static,
+    done: impl FnOnce(Result<J::Output>) + Send + 'static,
 ) {
-    let settle = Settle(Some(done));
+    let settle = Settle::new(done);
     match BLOCKING.clone().try_acquire_owned() {
         Ok(permit) => {
             tokio::task::spawn_blocking(move || {
@@ -276,7 +347,7 @@ pub fn spawn_write(
                     drop(permit);
                     return settle.done(Err(e));
                 }
-                let started = start(ws, request, ticket, cancel);
+                let started = start(ws, job, ticket, cancel);
                 drop(running);
                 drop(permit);
                 match started {
@@ -288,9 +359,20 @@ pub fn spawn_write(
             });
         }
         Err(_) => {
-            tokio::spawn(async move { settle.done(write_file(ws, request, ticket, cancel).await) });
+            tokio::spawn(async move { settle.done(run_job(ws, job, ticket, cancel).await) });
         }
     }
+}
+
+/// [`spawn_job`] for `write_file`.
+pub fn spawn_write(
+    ws: Arc<Workspace>,
+    request: WriteRequest,
+    ticket: Ticket,
+    cancel: Cancel,
+    done: impl FnOnce(Result<WriteOutput>) + Send + 'static,
+) {
+    spawn_job(ws, request, ticket, cancel, done)
 }
 
 /// Convenience for Rust callers: checks, takes a ticket now and writes.
@@ -298,6 +380,22 @@ pub async fn write(ws: Arc<Workspace>, path: &str, content: impl Into<String>, c
     let request = WriteRequest::new(path, content.into(), MAX_WRITE_BYTES)?;
     let ticket = ticket();
     write_file(ws, request, ticket, cancel).await
+}
+
+/// `expectedHash`: what the target holds now (under its lock) must still hash to `expected`
+/// (the [`crate::hash::hash_file`] string: `"absent"` for a free name).
+pub(crate) fn check_expected_hash(target: &Resolved, path: &RelPath, expected: &str, cancel: &Cancel) -> Result<()> {
+    let now = crate::hash::hash_at(&target.dir, &target.name, path.as_str(), cancel)?;
+    if now != expected {
+        return Err(hash_mismatch(path.as_str(), expected, &now));
+    }
+    Ok(())
+}
+
+pub(crate) fn hash_mismatch(shown: &str, expected: &str, now: &str) -> Error {
+    Error::new(Code::TargetChanged, format!("{shown} no longer has the expected hash"))
+        .with_hint("the file changed since its hash was taken; read it again, then retry with its current content (and hash)")
+        .with_details(serde_json::json!({ "changed": "content", "expectedHash": expected, "actualHash": now }))
 }
 
 /// Runs `f` on tokio's blocking pool, at most [`BLOCKING_SLOTS`] at once.
@@ -325,13 +423,13 @@ fn internal(what: &str) -> Error {
 
 /// The target of a write: a directory handle beneath the root and a name in it.
 #[derive(Debug)]
-pub(crate) struct Resolved {
+pub struct Resolved {
     /// The target's directory (an `O_PATH` handle is enough for the `*at` calls).
-    dir: Dir,
+    pub(crate) dir: Dir,
     dir_id: Identity,
     /// How to find `dir` again from the root (may contain `..` from a symlink's text).
     dir_spelling: PathBuf,
-    name: OsString,
+    pub(crate) name: OsString,
 }
 
 impl Resolved {
@@ -342,11 +440,11 @@ impl Resolved {
 
 /// Device and inode of a `stat` result (the field types differ between platforms).
 #[allow(clippy::unnecessary_cast)]
-fn id_of(st: &rustix::fs::Stat) -> Identity {
+pub(crate) fn id_of(st: &rustix::fs::Stat) -> Identity {
     Identity { dev: st.st_dev as u64, ino: st.st_ino as u64 }
 }
 
-fn io_err(e: rustix::io::Errno) -> std::io::Error {
+pub(crate) fn io_err(e: rustix::io::Errno) -> std::io::Error {
     std::io::Error::from(e)
 }
 
@@ -369,7 +467,7 @@ fn fsync_dir(dir: &impl AsFd) -> std::io::Result<()> {
 /// Opens the parent directory of `path` beneath the root, creating missing directories one
 /// component at a time. Each step is looked up again from the root, so a directory swapped for
 /// a symlink mid-way can never lead outside.
-fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<(Dir, PathBuf)> {
+fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<(Dir, PathBuf)> {
     let shown = path.as_str();
     let Some(parent) = path.parent() else {
         return Ok((open_beneath(ws, Path::new("."), shown)?, PathBuf::from(".")));
@@ -388,6 +486,11 @@ fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<(Dir
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 cancel.check()?;
                 let base = open_beneath(ws, Path::new(&base_spelling), shown)?;
+                if let Some(guard) = guard {
+                    // Where the new directory would really appear (a link may have been swapped
+                    // in since the guard's first look).
+                    guard.check_mkdir(ws, path, &base, &next)?;
+                }
                 match rustix::fs::mkdirat(&base, segment, Mode::from_raw_mode(0o777)) {
                     Ok(()) => fsync_dir(&base).map_err(|e| Error::from_io(&e, shown))?,
                     Err(rustix::io::Errno::EXIST) => {}
@@ -413,7 +516,7 @@ fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<(Dir
 
 /// What is at a name, looked at without following or opening it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Existing {
+pub(crate) enum Existing {
     Absent,
     Regular { id: Identity, mode: u32, uid: u32, gid: u32 },
     Symlink,
@@ -434,7 +537,7 @@ fn kind_name(ft: FileType) -> &'static str {
 }
 
 #[allow(clippy::unnecessary_cast)]
-fn lstat_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Existing> {
+pub(crate) fn lstat_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Existing> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => {
             let ft = FileType::from_raw_mode(st.st_mode as _);
@@ -454,6 +557,37 @@ fn lstat_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Existing> {
     }
 }
 
+/// What is at a resolved target, for the work done under its lock (an edit's read, an
+/// `expectedHash` check): nothing, something that is not a regular file, or the file, opened
+/// without following a symlink and without blocking, checked to be the file the name names.
+pub(crate) enum AtTarget {
+    Absent,
+    Other(&'static str),
+    File(File),
+}
+
+pub(crate) fn open_at(dir: &impl AsFd, name: &OsStr, shown: &str) -> Result<AtTarget> {
+    let io = |e: rustix::io::Errno| Error::from_io(&io_err(e), shown);
+    let id = match lstat_at(dir, name).map_err(|e| Error::from_io(&e, shown))? {
+        Existing::Absent => return Ok(AtTarget::Absent),
+        Existing::Other(kind) => return Ok(AtTarget::Other(kind)),
+        // Resolution followed every final symlink; one now is someone else's swap.
+        Existing::Symlink => return Err(changed(shown, "target")),
+        Existing::Regular { id, .. } => id,
+    };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOENT) => return Err(changed(shown, "target")),
+        Err(e) => return Err(io(e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(io)?;
+    if id_of(&st) != id || FileType::from_raw_mode(st.st_mode as _) != FileType::RegularFile {
+        return Err(changed(shown, "target"));
+    }
+    Ok(AtTarget::File(File::from(fd)))
+}
+
 fn identity_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Option<Identity>> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(id_of(&st))),
@@ -469,13 +603,20 @@ fn names_directory(text: &[u8]) -> bool {
     last.is_empty() || last == b"." || last == b".."
 }
 
-/// Resolves the write target of `path`: creates missing parents, follows a final-component
-/// symlink while it stays inside, and refuses anything but a regular file or a free name.
+/// Resolution without a guard (tests).
+#[cfg(test)]
 pub(crate) fn resolve(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Resolved> {
+    resolve_guarded(ws, path, cancel, None)
+}
+
+/// Resolves the write target of `path`: creates missing parents (consulting `guard` before
+/// each), follows a final-component symlink while it stays inside, and refuses anything but a
+/// regular file or a free name.
+pub(crate) fn resolve_guarded(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<Resolved> {
     cancel.check()?;
     ws.check()?;
     let shown = path.as_str();
-    let (mut dir, mut spelling) = ensure_parent(ws, path, cancel)?;
+    let (mut dir, mut spelling) = ensure_parent(ws, path, cancel, guard)?;
     let mut name = OsString::from(path.file_name());
     for _hop in 0..=MAX_SYMLINK_HOPS {
         cancel.check()?;
@@ -1010,8 +1151,8 @@ mod tests {
     fn a_dropped_write_still_settles_its_callback_once() {
         let (tx, rx) = std::sync::mpsc::channel();
         let tx2 = tx.clone();
-        drop(Settle(Some(move |r: Result<WriteOutput>| tx.send(r.map(|o| o.bytes)).unwrap())));
-        Settle(Some(move |r: Result<WriteOutput>| tx2.send(r.map(|o| o.bytes)).unwrap()))
+        drop(Settle::new(move |r: Result<WriteOutput>| tx.send(r.map(|o| o.bytes)).unwrap()));
+        Settle::new(move |r: Result<WriteOutput>| tx2.send(r.map(|o| o.bytes)).unwrap())
             .done(Ok(WriteOutput { path: "a".into(), bytes: 1, created: true }));
         let got: Vec<_> = rx.iter().collect();
         assert_eq!(got.len(), 2);

@@ -1,0 +1,352 @@
+//! `run_command`: runs an argv (never a command string) inside the workspace, bounded in time,
+//! output and environment.
+//!
+//! In order, for one call:
+//! 1. the request is checked before any effect ([`check_request`]): the command policy
+//!    ([`crate::policy::check_command`]: shape, sizes, deny- and allow-lists, parsed `sh -c`
+//!    scripts), the `cwd` grammar, the timeout (clamped to the host's maximum, and said so);
+//! 2. the root is rechecked and `cwd` opened beneath it (a directory inside; the child runs in
+//!    its canonical path, entered through the open handle);
+//! 3. `argv[0]` is looked up on the PATH the child gets ([`resolve`]); a missing program is the
+//!    recoverable `COMMAND_NOT_FOUND`;
+//! 4. a private scratch directory is created outside the workspace ([`scratch`]): the child's
+//!    HOME and TMPDIR, removed in every outcome;
+//! 5. the child starts through [`launch`] and the process machinery ([`crate::process`]): no
+//!    shell, stdin from the null device, its own process group, an environment of PATH, HOME,
+//!    TMPDIR and the names the host passes, stdout and stderr through one pipe (their order
+//!    kept), the first and last bytes kept ([`HeadTail`]);
+//! 6. a normal exit of any code is the result; a timeout is `COMMAND_TIMEOUT` with the partial
+//!    output in its details; cancellation is the cancelled error.
+
+pub mod launch;
+pub mod resolve;
+pub mod scratch;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cancel::Cancel;
+use crate::error::{Code, Error, Reason, Result};
+use crate::node::Prepare;
+use crate::path::RelPath;
+use crate::policy::{self, Policy};
+use crate::process::{End, HeadTail, Reaper, RunOptions};
+use crate::root::Workspace;
+
+pub use launch::{Launch, WorkDir};
+pub use scratch::Scratch;
+
+/// Default timeout of a command, from its spawn.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default largest timeout a call may ask for.
+pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default bytes kept from the start of the output.
+pub const DEFAULT_HEAD_BYTES: usize = 8 * 1024;
+/// Default bytes kept from the end of the output.
+pub const DEFAULT_TAIL_BYTES: usize = 24 * 1024;
+/// Largest head or tail a host may configure (memory stays bounded).
+pub const MAX_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+
+/// What the model sends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandRequest {
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    /// Milliseconds; `None`: the host's default.
+    pub timeout_ms: Option<f64>,
+}
+
+/// What the host configures.
+#[derive(Clone)]
+pub struct CommandOptions {
+    pub policy: Policy,
+    /// The PATH the child gets, and the one `argv[0]` is looked up on.
+    pub path: OsString,
+    /// Variables passed from the host, by name and value (never PATH, HOME or TMPDIR).
+    pub env: Vec<(String, String)>,
+    /// Timeout when the request names none.
+    pub timeout: Duration,
+    /// Largest timeout; longer requests are clamped to it.
+    pub max_timeout: Duration,
+    pub head_bytes: usize,
+    pub tail_bytes: usize,
+    /// Where scratch directories are created (the host's temporary directory): must be outside
+    /// the workspace.
+    pub scratch_parent: PathBuf,
+    pub reaper: Reaper,
+    /// Called with the spec and the canonical root just before the spawn (confinement).
+    pub prepare: Option<Prepare>,
+}
+
+impl std::fmt::Debug for CommandOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandOptions")
+            .field("policy", &self.policy)
+            .field("path", &self.path)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("timeout", &self.timeout)
+            .field("max_timeout", &self.max_timeout)
+            .field("head_bytes", &self.head_bytes)
+            .field("tail_bytes", &self.tail_bytes)
+            .field("scratch_parent", &self.scratch_parent)
+            .field("reaper", &self.reaper)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CommandOptions {
+    /// The defaults, with the child's PATH.
+    pub fn new(path: impl Into<OsString>) -> Self {
+        CommandOptions {
+            policy: Policy::default(),
+            path: path.into(),
+            env: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            max_timeout: DEFAULT_MAX_TIMEOUT,
+            head_bytes: DEFAULT_HEAD_BYTES,
+            tail_bytes: DEFAULT_TAIL_BYTES,
+            scratch_parent: std::env::temp_dir(),
+            reaper: Reaper::Auto,
+            prepare: None,
+        }
+    }
+
+    /// Checks the host's configuration (not the model's input).
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.timeout.is_zero() || self.max_timeout.is_zero() {
+            return Err("timeoutMs and maxTimeoutMs must be positive numbers of milliseconds".into());
+        }
+        if self.timeout > self.max_timeout {
+            return Err(format!(
+                "timeoutMs ({} ms) is above maxTimeoutMs ({} ms)",
+                self.timeout.as_millis(),
+                self.max_timeout.as_millis()
+            ));
+        }
+        for (what, cap) in [("head", self.head_bytes), ("tail", self.tail_bytes)] {
+            if cap > MAX_OUTPUT_CAP {
+                return Err(format!("the output {what} must be at most {MAX_OUTPUT_CAP} bytes, got {cap}"));
+            }
+        }
+        if self.head_bytes + self.tail_bytes == 0 {
+            return Err("the output head and tail cannot both be 0 bytes".into());
+        }
+        if self.path.as_encoded_bytes().contains(&0) {
+            return Err("PATH contains a NUL character".into());
+        }
+        launch::validate_env(&self.env)
+    }
+}
+
+/// The request after [`check_request`]: what the call will do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedRequest {
+    pub cwd: Option<RelPath>,
+    /// The timeout in force.
+    pub timeout: Duration,
+    /// Set when the requested timeout was clamped.
+    pub note: Option<String>,
+}
+
+/// The timeout in force for a request, and a note when it was clamped. `requested` must be a
+/// positive number of milliseconds.
+pub fn effective_timeout(requested: Option<f64>, default: Duration, max: Duration) -> Result<(Duration, Option<String>)> {
+    let Some(ms) = requested else { return Ok((default.min(max), None)) };
+    if !ms.is_finite() || ms < 1.0 || ms.fract() != 0.0 {
+        return Err(Error::invalid(
+            Reason::InvalidArgumentsShape,
+            format!("timeoutMs must be a whole number of milliseconds, at least 1 (at most {} is used)", max.as_millis()),
+        )
+        .with_details(serde_json::json!({ "at": "arguments.timeoutMs" })));
+    }
+    let max_ms = max.as_millis() as f64;
+    if ms > max_ms {
+        let note = format!(
+            "timeoutMs {ms} is above this tool's maximum of {max_ms} ms and was clamped to {max_ms} ms"
+        );
+        return Ok((max, Some(note)));
+    }
+    Ok((Duration::from_millis(ms as u64), None))
+}
+
+/// Checks the model's input without any effect: the policy, `cwd`, the timeout.
+pub fn check_request(req: &CommandRequest, opts: &CommandOptions) -> Result<CheckedRequest> {
+    policy::check_command(&req.argv, &opts.policy)?;
+    let cwd = launch::parse_cwd(req.cwd.as_deref())?;
+    let (timeout, note) = effective_timeout(req.timeout_ms, opts.timeout, opts.max_timeout)?;
+    Ok(CheckedRequest { cwd, timeout, note })
+}
+
+/// What a run that ended by itself returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandOutput {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    /// stdout and stderr as written, head and tail kept.
+    pub output: String,
+    pub truncated: bool,
+    pub omitted_bytes: u64,
+    /// Always false in a result: a timeout is the `COMMAND_TIMEOUT` error.
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    /// The timeout in force, in milliseconds.
+    pub timeout_ms: u64,
+    /// Said when the requested timeout was clamped.
+    pub note: Option<String>,
+}
+
+impl CommandOutput {
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "exitCode": self.exit_code,
+            "signal": self.signal,
+            "output": self.output,
+            "truncated": self.truncated,
+            "omittedBytes": self.omitted_bytes,
+            "timedOut": self.timed_out,
+            "durationMs": self.duration_ms,
+            "timeoutMs": self.timeout_ms,
+        });
+        if let Some(note) = &self.note {
+            v["note"] = serde_json::json!(note);
+        }
+        v
+    }
+}
+
+/// `argv[0]` on the child's PATH, or `COMMAND_NOT_FOUND`.
+pub fn find_command(name: &str, path: &std::ffi::OsStr) -> Result<PathBuf> {
+    resolve::find_program(name, path).ok_or_else(|| {
+        let dirs: Vec<String> = resolve::search_dirs(path).iter().map(|d| d.display().to_string()).collect();
+        Error::new(Code::CommandNotFound, format!("{name}: no such program on this tool's PATH"))
+            .with_hint(format!(
+                "check the spelling, or use a program that is installed here; argv[0] must be a bare program name found in one of: {}. Project tools are usually reached through their runner (npx <tool>, npm run <script>, cargo <cmd>)",
+                if dirs.is_empty() { "(PATH is empty)".to_string() } else { dirs.join(", ") }
+            ))
+            .with_details(serde_json::json!({ "command": name, "path": dirs }))
+    })
+}
+
+/// Runs `req` to the end. A normal exit (any code) is `Ok`; a timeout is `COMMAND_TIMEOUT`
+/// with the partial output in its details; cancellation is the cancelled error.
+pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOptions, cancel: &Cancel) -> Result<CommandOutput> {
+    cancel.check()?;
+    opts.validate().map_err(misconfigured)?;
+    let checked = check_request(req, opts)?;
+    ws.check()?;
+    let scratch_parent = scratch::check_parent(&opts.scratch_parent, ws.canonical()).map_err(misconfigured)?;
+    let workdir = launch::open_workdir(ws, checked.cwd.as_ref())?;
+    let name = &req.argv[0];
+    let program = find_command(name, &opts.path)?;
+    cancel.check()?;
+
+    let scratch = Scratch::create(&scratch_parent)?;
+    let launch = Launch {
+        program,
+        arg0: name.into(),
+        args: req.argv[1..].iter().map(OsString::from).collect(),
+        env: launch::base_environment(&opts.path, &scratch, &opts.env),
+    };
+    let spec = launch::spawn_spec(launch, &workdir);
+    let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
+    let sink = HeadTail::new(opts.head_bytes, opts.tail_bytes);
+    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, sink).await;
+    drop(workdir);
+    drop(scratch);
+    let finished = finished?;
+
+    let out = finished.stdout.finish();
+    let status = finished.status.unwrap_or_default();
+    let timeout_ms = checked.timeout.as_millis() as u64;
+    let mut output = CommandOutput {
+        exit_code: status.code,
+        signal: status.signal_name(),
+        output: out.text,
+        truncated: out.truncated,
+        omitted_bytes: out.omitted_bytes,
+        timed_out: false,
+        duration_ms: finished.duration.as_millis() as u64,
+        timeout_ms,
+        note: checked.note,
+    };
+    match finished.end {
+        End::Exited => Ok(output),
+        End::Cancelled => Err(Error::cancelled()),
+        End::TimedOut => {
+            output.timed_out = true;
+            if output.signal.is_none() && output.exit_code.is_none() {
+                output.signal = Some("SIGKILL".into());
+            }
+            let max = opts.max_timeout.as_millis();
+            Err(Error::new(Code::CommandTimeout, format!("{name} did not finish within {timeout_ms} ms and was stopped with everything it started"))
+                .with_hint(format!(
+                    "make the command finish sooner (no servers, watchers or prompts; pass flags that disable interactive input), run a smaller part of the work, or pass a larger timeoutMs (at most {max})"
+                ))
+                .with_details(output.to_json()))
+        }
+    }
+}
+
+pub(crate) fn misconfigured(message: String) -> Error {
+    Error::new(Code::IoError, message).with_hint("the tool is misconfigured; report this to the user")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_default_and_clamp() {
+        let d = Duration::from_secs(30);
+        let max = Duration::from_secs(60);
+        assert_eq!(effective_timeout(None, d, max).unwrap(), (d, None));
+        assert_eq!(effective_timeout(Some(1500.0), d, max).unwrap(), (Duration::from_millis(1500), None));
+        assert_eq!(effective_timeout(Some(60_000.0), d, max).unwrap(), (max, None));
+        let (t, note) = effective_timeout(Some(60_001.0), d, max).unwrap();
+        assert_eq!(t, max);
+        assert!(note.unwrap().contains("clamped to 60000 ms"));
+        for bad in [0.0, -1.0, 0.5, 1.5, f64::NAN, f64::INFINITY] {
+            assert_eq!(effective_timeout(Some(bad), d, max).unwrap_err().reason(), Some("INVALID_ARGUMENTS_SHAPE"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn requests_are_checked_before_any_effect() {
+        let opts = CommandOptions::new("/usr/bin:/bin");
+        let req = |argv: &[&str], cwd: Option<&str>| CommandRequest {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            cwd: cwd.map(Into::into),
+            timeout_ms: None,
+        };
+        assert!(check_request(&req(&["ls"], None), &opts).is_ok());
+        assert_eq!(check_request(&req(&[], None), &opts).unwrap_err().reason(), Some("INVALID_ARGUMENTS_SHAPE"));
+        assert_eq!(check_request(&req(&["sudo", "ls"], None), &opts).unwrap_err().reason(), Some("COMMAND_REFUSED"));
+        assert_eq!(check_request(&req(&["/bin/ls"], None), &opts).unwrap_err().reason(), Some("COMMAND_REFUSED"));
+        assert_eq!(check_request(&req(&["ls"], Some("../x")), &opts).unwrap_err().reason(), Some("INVALID_RELATIVE_PATH"));
+        assert_eq!(check_request(&req(&["ls"], Some(".")), &opts).unwrap().cwd, None);
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let mut o = CommandOptions::new("/usr/bin");
+        assert!(o.validate().is_ok());
+        o.timeout = Duration::from_secs(700);
+        assert!(o.validate().is_err());
+        let mut o = CommandOptions::new("/usr/bin");
+        o.env = vec![("PATH".into(), "/x".into())];
+        assert!(o.validate().is_err());
+        let mut o = CommandOptions::new("/usr/bin");
+        o.head_bytes = 0;
+        o.tail_bytes = 0;
+        assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn a_missing_program_is_recoverable_with_a_hint() {
+        let err = find_command("no-such-program-here", std::ffi::OsStr::new("/usr/bin:/bin")).unwrap_err();
+        assert_eq!(err.code, Code::CommandNotFound);
+        assert!(err.hint.unwrap().contains("/usr/bin"));
+        assert!(find_command("sh", std::ffi::OsStr::new("/usr/bin:/bin")).is_ok());
+    }
+}

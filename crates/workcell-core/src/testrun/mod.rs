@@ -1,0 +1,592 @@
+//! `run_tests`: runs the workspace's test suite with one of four runners and returns a short
+//! report the model can act on.
+//!
+//! The tool builds the command itself, always with machine-readable output:
+//! - vitest: `<node> node_modules/.bin/vitest run --reporter=json --outputFile=<scratch>/...
+//!   --testTimeout=<inner> --hookTimeout=<inner> [args]` (vitest must be installed in the
+//!   workspace);
+//! - node: `<node> --test --test-reporter=<scratch>/reporter.mjs
+//!   --test-reporter-destination=stdout --test-timeout=<inner> [args]` ([`node`]);
+//! - go: `go test -json -count=1 -timeout=<inner>ms [args] [./...]` (a `go.mod` in the root);
+//! - cargo: `cargo test --no-fail-fast --manifest-path=<root>/Cargo.toml [args]` (libtest's
+//!   output; libtest has no per-test timeout, so only the outer deadline applies).
+//!
+//! `args` are checked against a per-runner allow-list before any effect ([`args`]). Two
+//! deadlines: the call's own (outer, default 120 s, clamped to the host's maximum) and an inner
+//! one at three quarters of it handed to the runner, so that a hung test is usually stopped and
+//! named by the runner. Past the outer deadline the whole process tree is killed and the call
+//! fails with `TESTS_TIMED_OUT` (details: the partial report). A runner that produced no
+//! structured result and exited non-zero could not start: `TEST_RUNNER_FAILED`, whose message is
+//! the runner's own first lines.
+//!
+//! The process path is run_command's ([`crate::command::launch`]): no shell, the root as working
+//! directory, an environment built from nothing (PATH, a private HOME and TMPDIR, the caches in
+//! the scratch directory, go's offline settings, the names the host passes), one merged pipe
+//! parsed as it arrives ([`sink`]), the process group killed at the end.
+
+pub mod args;
+pub mod cargo;
+pub mod go;
+pub mod node;
+pub mod report;
+pub mod sink;
+pub mod vitest;
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cancel::Cancel;
+use crate::command::launch::{self, Launch};
+use crate::command::{effective_timeout, find_command, misconfigured, Scratch};
+use crate::error::{Code, Error, Reason, Result};
+use crate::node::Prepare;
+use crate::policy::Policy;
+use crate::process::{End, Reaper, RunOptions};
+use crate::root::Workspace;
+
+use report::{Cleaner, Failure, Summary};
+use sink::{LineSink, Parser};
+
+/// Default outer deadline.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default largest outer deadline a call may ask for.
+pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(1_800);
+
+/// The test runners.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runner {
+    Vitest,
+    Node,
+    Go,
+    Cargo,
+}
+
+impl Runner {
+    pub fn parse(s: &str) -> Option<Runner> {
+        match s {
+            "vitest" => Some(Runner::Vitest),
+            "node" => Some(Runner::Node),
+            "go" => Some(Runner::Go),
+            "cargo" => Some(Runner::Cargo),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runner::Vitest => "vitest",
+            Runner::Node => "node",
+            Runner::Go => "go",
+            Runner::Cargo => "cargo",
+        }
+    }
+}
+
+/// What the model sends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestsRequest {
+    pub runner: String,
+    pub args: Vec<String>,
+    pub timeout_ms: Option<f64>,
+}
+
+/// What the host configures.
+#[derive(Clone)]
+pub struct TestsOptions {
+    /// The command policy run_command applies, applied to `[runner, ...args]` (so a host's
+    /// deny- or allow-list covers the runners too).
+    pub policy: Policy,
+    /// The runners' PATH (where `go` and `cargo` are looked up).
+    pub path: OsString,
+    /// Variables passed from the host (never PATH, HOME or TMPDIR).
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub max_timeout: Duration,
+    /// The Node.js that runs `node --test` and vitest (the host's `process.execPath`).
+    pub node_path: PathBuf,
+    /// CARGO_HOME and RUSTUP_HOME for cargo (the host's, so the toolchain and the registry
+    /// cache are found; the run is offline).
+    pub cargo_home: Option<PathBuf>,
+    pub rustup_home: Option<PathBuf>,
+    /// GOCACHE (default: in the scratch directory, so empty on every call).
+    pub go_cache: Option<PathBuf>,
+    /// GOMODCACHE (default: in the scratch directory: only vendored modules and the standard
+    /// library are available).
+    pub go_mod_cache: Option<PathBuf>,
+    pub scratch_parent: PathBuf,
+    pub reaper: Reaper,
+    pub prepare: Option<Prepare>,
+}
+
+impl std::fmt::Debug for TestsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestsOptions")
+            .field("path", &self.path)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("timeout", &self.timeout)
+            .field("max_timeout", &self.max_timeout)
+            .field("node_path", &self.node_path)
+            .field("scratch_parent", &self.scratch_parent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestsOptions {
+    pub fn new(path: impl Into<OsString>, node_path: impl Into<PathBuf>) -> Self {
+        TestsOptions {
+            policy: Policy::default(),
+            path: path.into(),
+            env: Vec::new(),
+            timeout: DEFAULT_TIMEOUT,
+            max_timeout: DEFAULT_MAX_TIMEOUT,
+            node_path: node_path.into(),
+            cargo_home: None,
+            rustup_home: None,
+            go_cache: None,
+            go_mod_cache: None,
+            scratch_parent: std::env::temp_dir(),
+            reaper: Reaper::Auto,
+            prepare: None,
+        }
+    }
+
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.timeout.is_zero() || self.max_timeout.is_zero() {
+            return Err("timeoutMs and maxTimeoutMs must be positive numbers of milliseconds".into());
+        }
+        if self.timeout > self.max_timeout {
+            return Err(format!(
+                "timeoutMs ({} ms) is above maxTimeoutMs ({} ms)",
+                self.timeout.as_millis(),
+                self.max_timeout.as_millis()
+            ));
+        }
+        if !self.node_path.is_absolute() {
+            return Err(format!("nodePath must be an absolute path, got {}", self.node_path.display()));
+        }
+        for (what, p) in [("cargoHome", &self.cargo_home), ("rustupHome", &self.rustup_home), ("goCache", &self.go_cache), ("goModCache", &self.go_mod_cache)] {
+            if p.as_ref().is_some_and(|p| !p.is_absolute()) {
+                return Err(format!("{what} must be an absolute path"));
+            }
+        }
+        if self.path.as_encoded_bytes().contains(&0) {
+            return Err("PATH contains a NUL character".into());
+        }
+        launch::validate_env(&self.env)
+    }
+}
+
+/// The request after [`check_request`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedTests {
+    pub runner: Runner,
+    pub timeout: Duration,
+    pub note: Option<String>,
+}
+
+/// Checks the model's input without any effect.
+pub fn check_request(req: &TestsRequest, opts: &TestsOptions) -> Result<CheckedTests> {
+    let runner = Runner::parse(&req.runner).ok_or_else(|| {
+        Error::invalid(Reason::InvalidArgumentsShape, "runner must be one of \"vitest\", \"node\", \"go\", \"cargo\"")
+            .with_details(serde_json::json!({ "at": "arguments.runner" }))
+    })?;
+    args::check_args(runner, &req.args)?;
+    let argv: Vec<String> = std::iter::once(runner.as_str().to_string()).chain(req.args.iter().cloned()).collect();
+    crate::policy::check_command(&argv, &opts.policy)?;
+    let (timeout, note) = effective_timeout(req.timeout_ms, opts.timeout, opts.max_timeout)?;
+    Ok(CheckedTests { runner, timeout, note })
+}
+
+/// The report of a run that ended by itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestsOutput {
+    pub report: String,
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub failures: Vec<Failure>,
+    pub build_errors: Vec<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub timeout_ms: u64,
+    pub note: Option<String>,
+}
+
+impl TestsOutput {
+    pub fn to_json(&self) -> serde_json::Value {
+        let failures: Vec<serde_json::Value> = self
+            .failures
+            .iter()
+            .map(|f| {
+                let mut v = serde_json::json!({ "name": f.name, "output": f.output });
+                if let Some(file) = &f.file {
+                    v["file"] = serde_json::json!(file);
+                }
+                v
+            })
+            .collect();
+        let mut v = serde_json::json!({
+            "report": self.report,
+            "passed": self.passed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "failures": failures,
+            "buildErrors": self.build_errors,
+            "exitCode": self.exit_code,
+            "durationMs": self.duration_ms,
+            "timeoutMs": self.timeout_ms,
+        });
+        if let Some(note) = &self.note {
+            v["note"] = serde_json::json!(note);
+        }
+        v
+    }
+}
+
+/// What to start for a runner.
+struct Plan {
+    program: PathBuf,
+    arg0: OsString,
+    args: Vec<OsString>,
+}
+
+fn runner_failed(runner: Runner, message: String, exit_code: Option<i32>) -> Error {
+    let hint = match runner {
+        Runner::Go => "fix what go reports (go.mod, a missing dependency: the run is offline, only the standard library and vendored modules are available) or the package patterns in args, then run the tests again",
+        Runner::Cargo => "fix what cargo reports (Cargo.toml, a dependency that is not in the local registry: the run is offline) or args, then run the tests again",
+        Runner::Vitest => "fix what vitest reports (its configuration, a missing dependency: install it with run_command) or the filters in args, then run the tests again",
+        Runner::Node => "fix what node reports (test file paths in args must exist), then run the tests again",
+    };
+    Error::new(Code::TestRunnerFailed, message)
+        .with_hint(hint)
+        .with_details(serde_json::json!({ "runner": runner.as_str(), "exitCode": exit_code }))
+}
+
+/// The first lines of a runner's own output: at most 20 lines and 2 KiB.
+fn first_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(20).collect();
+    report::cut(&lines.join("\n"), 2 * 1024)
+}
+
+/// `node_modules/.bin/vitest` beneath the root: its canonical path, and whether it is a
+/// JavaScript file to run with Node (otherwise an executable shim to run as it is).
+fn find_vitest(ws: &Workspace) -> Result<(PathBuf, bool)> {
+    let rel = "node_modules/.bin/vitest";
+    let not_installed = || {
+        Error::new(Code::CommandNotFound, "vitest is not installed in the workspace (node_modules/.bin/vitest is missing)")
+            .with_hint("install it first (run_command [\"npm\", \"install\", \"--save-dev\", \"vitest\"] or the project's own install), or use runner \"node\" for node:test suites")
+    };
+    let file = match ws.dir().open(rel) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) || e.raw_os_error() == Some(libc::ENOTDIR) => return Err(not_installed()),
+        Err(e) => return Err(Error::from_io(&e, rel)),
+    };
+    let mut file = file.into_std();
+    let meta = file.metadata().map_err(|e| Error::from_io(&e, rel))?;
+    if !meta.is_file() {
+        return Err(not_installed());
+    }
+    #[cfg(target_os = "linux")]
+    let canonical = {
+        use std::os::fd::AsRawFd as _;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|e| Error::from_io(&e, rel))?
+    };
+    #[cfg(not(target_os = "linux"))]
+    let canonical = std::fs::canonicalize(ws.canonical().join(rel)).map_err(|e| Error::from_io(&e, rel))?;
+    if !canonical.starts_with(ws.canonical()) {
+        return Err(Error::escape(rel));
+    }
+    let mut head = [0u8; 128];
+    let n = file.read(&mut head).unwrap_or(0);
+    let first = String::from_utf8_lossy(&head[..n]);
+    let first = first.lines().next().unwrap_or("");
+    let ext_js = canonical.extension().is_some_and(|e| e == "js" || e == "mjs" || e == "cjs");
+    let js = ext_js || (first.starts_with("#!") && first.contains("node")) || !first.starts_with("#!");
+    Ok((canonical, js))
+}
+
+fn os(s: impl AsRef<OsStr>) -> OsString {
+    s.as_ref().to_os_string()
+}
+
+/// The runner's command, decided before the scratch directory exists where possible.
+fn plan(runner: Runner, ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, inner_ms: u64, scratch: &Scratch, prefix: &str) -> Result<Plan> {
+    let user: Vec<OsString> = req.args.iter().map(os).collect();
+    Ok(match runner {
+        Runner::Go => {
+            let go_mod = ws.dir().metadata("go.mod");
+            if !go_mod.map(|m| m.is_file()).unwrap_or(false) {
+                return Err(runner_failed(runner, "go.mod not found in the workspace root".into(), None)
+                    .with_hint("run_tests runs go test in the workspace root, which must hold the module's go.mod; create it with run_command [\"go\", \"mod\", \"init\", \"<module path>\"]"));
+            }
+            let program = find_command("go", &opts.path)?;
+            let mut args = vec![os("test"), os("-json"), os("-count=1"), os(format!("-timeout={inner_ms}ms"))];
+            args.extend(user);
+            if !args::go_has_pattern(&req.args) {
+                args.push(os("./..."));
+            }
+            Plan { program, arg0: os("go"), args }
+        }
+        Runner::Cargo => {
+            let program = find_command("cargo", &opts.path)?;
+            let mut args = vec![os("test"), os("--no-fail-fast"), os("--manifest-path"), ws.canonical().join("Cargo.toml").into_os_string()];
+            args.extend(user);
+            Plan { program, arg0: os("cargo"), args }
+        }
+        Runner::Node => {
+            let reporter = scratch.write_file("reporter.mjs", node::reporter_source(prefix).as_bytes())?;
+            let mut args = vec![
+                os("--test"),
+                os(format!("--test-reporter={}", reporter.display())),
+                os("--test-reporter-destination=stdout"),
+                os(format!("--test-timeout={inner_ms}")),
+            ];
+            args.extend(user);
+            Plan { program: opts.node_path.clone(), arg0: os("node"), args }
+        }
+        Runner::Vitest => {
+            let (script, js) = find_vitest(ws)?;
+            let mut args = Vec::new();
+            let program = if js {
+                args.push(script.into_os_string());
+                opts.node_path.clone()
+            } else {
+                script
+            };
+            args.extend([
+                os("run"),
+                os("--reporter=json"),
+                os(format!("--outputFile={}", scratch.path().join("vitest-report.json").display())),
+                os(format!("--testTimeout={inner_ms}")),
+                os(format!("--hookTimeout={inner_ms}")),
+            ]);
+            args.extend(user);
+            Plan { program, arg0: os(if js { "node" } else { "vitest" }), args }
+        }
+    })
+}
+
+/// The runner's environment on top of run_command's.
+fn environment(runner: Runner, opts: &TestsOptions, scratch: &Scratch) -> Result<Vec<(OsString, OsString)>> {
+    let mut env = launch::base_environment(&opts.path, scratch, &opts.env);
+    let mut set = |name: &str, value: OsString| {
+        env.retain(|(n, _)| n.as_os_str() != name);
+        env.push((name.into(), value));
+    };
+    set("NO_COLOR", os("1"));
+    match runner {
+        Runner::Go => {
+            set("GOFLAGS", os(""));
+            set("GOPROXY", os("off"));
+            set("GOTOOLCHAIN", os("local"));
+            set("GOWORK", os("off"));
+            set("GOENV", os("off"));
+            set("GOTELEMETRY", os("off"));
+            let cache = match &opts.go_cache {
+                Some(c) => c.clone(),
+                None => scratch.subdir("go-build")?,
+            };
+            let gopath = scratch.subdir("gopath")?;
+            set("GOCACHE", cache.into_os_string());
+            set("GOMODCACHE", opts.go_mod_cache.clone().unwrap_or_else(|| gopath.join("pkg").join("mod")).into_os_string());
+            set("GOPATH", gopath.into_os_string());
+        }
+        Runner::Cargo => {
+            if let Some(home) = &opts.cargo_home {
+                set("CARGO_HOME", home.clone().into_os_string());
+            }
+            if let Some(home) = &opts.rustup_home {
+                set("RUSTUP_HOME", home.clone().into_os_string());
+            }
+            set("CARGO_NET_OFFLINE", os("true"));
+            // A rust-toolchain file naming a toolchain that is not installed must not download it.
+            set("RUSTUP_AUTO_INSTALL", os("0"));
+            set("CARGO_TERM_COLOR", os("never"));
+            set("CARGO_TERM_PROGRESS_WHEN", os("never"));
+        }
+        Runner::Node | Runner::Vitest => {}
+    }
+    Ok(env)
+}
+
+/// The parser of a runner's merged output.
+enum AnyParser {
+    Go(go::GoParser),
+    Cargo(cargo::CargoParser),
+    Node(node::NodeParser),
+    Vitest(vitest::VitestOutput),
+}
+
+impl Parser for AnyParser {
+    fn line(&mut self, line: &str) {
+        match self {
+            AnyParser::Go(p) => p.line(line),
+            AnyParser::Cargo(p) => p.line(line),
+            AnyParser::Node(p) => p.line(line),
+            AnyParser::Vitest(p) => p.line(line),
+        }
+    }
+    fn finish(&mut self, complete: bool) -> Summary {
+        match self {
+            AnyParser::Go(p) => p.finish(complete),
+            AnyParser::Cargo(p) => p.finish(complete),
+            AnyParser::Node(p) => p.finish(complete),
+            AnyParser::Vitest(p) => p.finish(complete),
+        }
+    }
+    fn other(&self) -> String {
+        match self {
+            AnyParser::Go(p) => p.other(),
+            AnyParser::Cargo(p) => p.other(),
+            AnyParser::Node(p) => p.other(),
+            AnyParser::Vitest(p) => p.other(),
+        }
+    }
+}
+
+fn random_prefix() -> Result<String> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::new(Code::IoError, format!("no randomness: {e}")).with_hint("try again"))?;
+    Ok(format!("workcell-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+}
+
+/// Reads the vitest report file (bounded).
+fn read_vitest_report(path: &Path) -> Option<serde_json::Value> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut text = String::new();
+    file.take(vitest::MAX_REPORT_FILE).read_to_string(&mut text).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Runs the tests. A run that ended by itself (tests passing or failing, build errors) is `Ok`;
+/// the outer deadline is `TESTS_TIMED_OUT`; a runner that could not start `TEST_RUNNER_FAILED`
+/// (or `COMMAND_NOT_FOUND` when it is not installed); cancellation the cancelled error.
+pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, cancel: &Cancel) -> Result<TestsOutput> {
+    cancel.check()?;
+    opts.validate().map_err(misconfigured)?;
+    let checked = check_request(req, opts)?;
+    let runner = checked.runner;
+    ws.check()?;
+    let scratch_parent = crate::command::scratch::check_parent(&opts.scratch_parent, ws.canonical()).map_err(misconfigured)?;
+    let workdir = launch::open_workdir(ws, None)?;
+    let outer_ms = checked.timeout.as_millis() as u64;
+    let inner_ms = (outer_ms * 3 / 4).max(1);
+    let prefix = random_prefix()?;
+
+    let scratch = Scratch::create(&scratch_parent)?;
+    let plan = plan(runner, ws, req, opts, inner_ms, &scratch, &prefix)?;
+    cancel.check()?;
+    let cleaner = Cleaner::new(ws.canonical(), scratch.path());
+    let parser = match runner {
+        Runner::Go => AnyParser::Go(go::GoParser::new(cleaner.clone())),
+        Runner::Cargo => AnyParser::Cargo(cargo::CargoParser::new(cleaner.clone())),
+        Runner::Node => AnyParser::Node(node::NodeParser::new(cleaner.clone(), prefix)),
+        Runner::Vitest => AnyParser::Vitest(vitest::VitestOutput::new(cleaner.clone())),
+    };
+    let launch = Launch { program: plan.program, arg0: plan.arg0, args: plan.args, env: environment(runner, opts, &scratch)? };
+    let spec = launch::spawn_spec(launch, &workdir);
+    let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
+    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await;
+    drop(workdir);
+    let finished = finished?;
+    let mut sink = finished.stdout;
+    sink.flush();
+    let status = finished.status.unwrap_or_default();
+    let duration_ms = finished.duration.as_millis() as u64;
+
+    match finished.end {
+        End::Cancelled => Err(Error::cancelled()),
+        End::TimedOut => {
+            let summary = sink.parser.finish(false);
+            let report = report::render(runner.as_str(), &summary, None, Some(&format!("stopped at the {outer_ms} ms deadline")));
+            // The runner's own lines (not the structured events), as the partial output.
+            let own = sink.parser.other();
+            let max = opts.max_timeout.as_millis();
+            Err(Error::new(Code::TestsTimedOut, format!("the {} run did not finish within {outer_ms} ms and was stopped with everything it started", runner.as_str()))
+                .with_hint(format!(
+                    "run fewer tests (a package, file or name filter in args), fix the test that hangs (details.running names what was still running when known), or pass a larger timeoutMs (at most {max}); the runner's own per-test timeout was {inner_ms} ms"
+                ))
+                .with_details(serde_json::json!({
+                    "report": report,
+                    "passed": summary.passed,
+                    "failed": summary.failed,
+                    "skipped": summary.skipped,
+                    "running": summary.running,
+                    "output": report::cut(&own, 2 * 1024),
+                    "timeoutMs": outer_ms,
+                    "durationMs": duration_ms,
+                })))
+        }
+        End::Exited => {
+            let mut summary = sink.parser.finish(true);
+            if runner == Runner::Vitest {
+                if let Some(json) = read_vitest_report(&scratch.path().join("vitest-report.json")) {
+                    summary = vitest::parse_report(&json, &cleaner, inner_ms);
+                }
+            }
+            drop(scratch);
+            if !summary.structured && status.code != Some(0) {
+                let mut message = first_lines(&sink.parser.other());
+                if message.is_empty() {
+                    message = first_lines(&cleaner.clean(&sink.raw.clone().finish().text));
+                }
+                if message.is_empty() {
+                    message = match (status.code, status.signal_name()) {
+                        (Some(c), _) => format!("{} exited with code {c} without any output", runner.as_str()),
+                        (None, Some(sig)) => format!("{} was killed by {sig} without any output", runner.as_str()),
+                        _ => format!("{} ended without any output", runner.as_str()),
+                    };
+                }
+                return Err(runner_failed(runner, message, status.code));
+            }
+            let report = report::render(runner.as_str(), &summary, status.code, checked.note.as_deref());
+            Ok(TestsOutput {
+                report,
+                passed: summary.passed,
+                failed: summary.failed,
+                skipped: summary.skipped,
+                failures: summary.failures,
+                build_errors: summary.build_errors,
+                exit_code: status.code,
+                duration_ms,
+                timeout_ms: outer_ms,
+                note: checked.note,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runners_and_timeouts_are_checked() {
+        let opts = TestsOptions::new("/usr/bin", "/usr/bin/node");
+        let req = |runner: &str, args: &[&str], t: Option<f64>| TestsRequest {
+            runner: runner.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            timeout_ms: t,
+        };
+        assert_eq!(check_request(&req("jest", &[], None), &opts).unwrap_err().reason(), Some("INVALID_ARGUMENTS_SHAPE"));
+        let c = check_request(&req("go", &["./..."], None), &opts).unwrap();
+        assert_eq!((c.runner, c.timeout, c.note), (Runner::Go, DEFAULT_TIMEOUT, None));
+        let c = check_request(&req("node", &[], Some(1e12)), &opts).unwrap();
+        assert_eq!(c.timeout, DEFAULT_MAX_TIMEOUT);
+        assert!(c.note.unwrap().contains("clamped"));
+        assert_eq!(check_request(&req("cargo", &["--", "--nocapture"], None), &opts).unwrap_err().reason(), Some("COMMAND_REFUSED"));
+        // The host's command policy covers the runners.
+        let mut only_node = TestsOptions::new("/usr/bin", "/usr/bin/node");
+        only_node.policy = Policy::default().with_allow(["node"]);
+        assert!(check_request(&req("node", &[], None), &only_node).is_ok());
+        let e = check_request(&req("go", &[], None), &only_node).unwrap_err();
+        assert_eq!(e.reason(), Some("COMMAND_REFUSED"));
+        assert_eq!(e.details.unwrap()["reason"], "not_allow_listed");
+        let mut no_cargo = TestsOptions::new("/usr/bin", "/usr/bin/node");
+        no_cargo.policy = Policy::default().with_deny(["cargo"]);
+        assert_eq!(check_request(&req("cargo", &[], None), &no_cargo).unwrap_err().reason(), Some("COMMAND_REFUSED"));
+    }
+}

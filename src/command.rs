@@ -1,0 +1,167 @@
+//! run_command.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::{PromiseRaw, Utf16String};
+use napi::Env;
+use napi_derive::napi;
+use workcell_core::command::{self, CommandOptions, CommandOutput, CommandRequest};
+use workcell_core::policy::Policy;
+use workcell_core::process::Reaper;
+
+use crate::convert::{strict_string, throw, NativeError};
+use crate::process::EnvVar;
+use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
+
+/// The host's configuration of run_command.
+#[napi(object)]
+pub struct RunCommandOptions {
+    /// Replaces the default deny-list.
+    pub deny_commands: Option<Vec<String>>,
+    /// When set, the only programs that may run.
+    pub allow_commands: Option<Vec<String>>,
+    /// The child's PATH (also where `argv[0]` is looked up).
+    pub path: String,
+    /// Variables passed from the host (names listed in `inheritEnv`, with their values).
+    pub env: Option<Vec<EnvVar>>,
+    pub timeout_ms: Option<u32>,
+    pub max_timeout_ms: Option<u32>,
+    pub output_head_bytes: Option<u32>,
+    pub output_tail_bytes: Option<u32>,
+    /// Where the per-call scratch directories go (the host's temporary directory).
+    pub scratch_dir: String,
+    /// `"auto"` (default), `"pidfd"` or `"thread"`.
+    pub reaper: Option<String>,
+}
+
+#[napi(object)]
+pub struct RunCommandResult {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub output: Option<String>,
+    pub truncated: Option<bool>,
+    pub omitted_bytes: Option<f64>,
+    pub timed_out: Option<bool>,
+    pub duration_ms: Option<f64>,
+    pub timeout_ms: Option<f64>,
+    pub note: Option<String>,
+    pub error: Option<NativeError>,
+}
+
+impl From<workcell_core::Result<CommandOutput>> for RunCommandResult {
+    fn from(r: workcell_core::Result<CommandOutput>) -> Self {
+        match r {
+            Ok(o) => RunCommandResult {
+                exit_code: o.exit_code,
+                signal: o.signal,
+                output: Some(o.output),
+                truncated: Some(o.truncated),
+                omitted_bytes: Some(o.omitted_bytes as f64),
+                timed_out: Some(o.timed_out),
+                duration_ms: Some(o.duration_ms as f64),
+                timeout_ms: Some(o.timeout_ms as f64),
+                note: o.note,
+                error: None,
+            },
+            Err(e) => RunCommandResult {
+                exit_code: None,
+                signal: None,
+                output: None,
+                truncated: None,
+                omitted_bytes: None,
+                timed_out: None,
+                duration_ms: None,
+                timeout_ms: None,
+                note: None,
+                error: Some(e.into()),
+            },
+        }
+    }
+}
+
+pub(crate) fn policy_of(deny: Option<Vec<String>>, allow: Option<Vec<String>>) -> Policy {
+    let mut policy = Policy::default();
+    if let Some(deny) = deny {
+        policy.deny_commands = deny;
+    }
+    policy.allow_commands = allow;
+    policy
+}
+
+pub(crate) fn reaper_of(r: Option<String>) -> napi::Result<Reaper> {
+    match r {
+        None => Ok(Reaper::Auto),
+        Some(r) => Reaper::parse(&r).ok_or_else(|| napi::Error::from_reason(format!("workcell: unknown reaper {r:?}"))),
+    }
+}
+
+fn options(o: RunCommandOptions) -> napi::Result<CommandOptions> {
+    let mut opts = CommandOptions::new(o.path);
+    opts.policy = policy_of(o.deny_commands, o.allow_commands);
+    opts.env = o.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
+    if let Some(ms) = o.timeout_ms {
+        opts.timeout = Duration::from_millis(ms as u64);
+    }
+    if let Some(ms) = o.max_timeout_ms {
+        opts.max_timeout = Duration::from_millis(ms as u64);
+    }
+    if let Some(n) = o.output_head_bytes {
+        opts.head_bytes = n as usize;
+    }
+    if let Some(n) = o.output_tail_bytes {
+        opts.tail_bytes = n as usize;
+    }
+    opts.scratch_parent = o.scratch_dir.into();
+    opts.reaper = reaper_of(o.reaper)?;
+    opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
+    Ok(opts)
+}
+
+fn request(argv: Vec<Utf16String>, cwd: Option<Utf16String>, timeout_ms: Option<f64>) -> workcell_core::Result<CommandRequest> {
+    let argv = argv.into_iter().map(strict_string).collect::<workcell_core::Result<Vec<_>>>()?;
+    let cwd = cwd.map(strict_string).transpose()?;
+    Ok(CommandRequest { argv, cwd, timeout_ms })
+}
+
+#[napi]
+impl NativeWorkspace {
+    /// Checks run_command's input (policy, cwd grammar, timeout) without any effect. Throws
+    /// (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+    #[napi]
+    pub fn check_run_command(
+        &self,
+        argv: Vec<Utf16String>,
+        cwd: Option<Utf16String>,
+        timeout_ms: Option<f64>,
+        options: RunCommandOptions,
+    ) -> napi::Result<()> {
+        let opts = self::options(options)?;
+        request(argv, cwd, timeout_ms).and_then(|req| command::check_request(&req, &opts)).map(|_| ()).map_err(throw)
+    }
+
+    /// run_command: resolves to the output or to `{ error }` (timeout, cancellation, refusals);
+    /// never rejects for a tool error. Throws synchronously when `options` are unusable.
+    #[napi(ts_return_type = "Promise<RunCommandResult>")]
+    pub fn run_command<'env>(
+        &self,
+        env: &'env Env,
+        argv: Vec<Utf16String>,
+        cwd: Option<Utf16String>,
+        timeout_ms: Option<f64>,
+        options: RunCommandOptions,
+        cancel: Option<&CancelHandle>,
+    ) -> napi::Result<PromiseRaw<'env, RunCommandResult>> {
+        let opts = self::options(options)?;
+        let req = request(argv, cwd, timeout_ms);
+        let ws = Arc::clone(&self.ws);
+        let cancel = cancel_of(cancel);
+        env.spawn_future(async move {
+            let result = match req {
+                Ok(req) => command::run_command(&ws, &req, &opts, &cancel).await,
+                Err(e) => Err(e),
+            };
+            Ok(RunCommandResult::from(result))
+        })
+    }
+}

@@ -1,0 +1,92 @@
+use napi::bindgen_prelude::{Object, Utf16String};
+use napi::Env;
+use napi_derive::napi;
+use workcell_core::edit::{self, Edit, EditOutput, EditRequest};
+use workcell_core::write::{self, MAX_WRITE_BYTES};
+
+use crate::convert::{strict_string, throw, NativeError};
+use crate::guard::{guard_of, WriteGuard};
+use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
+
+/// One replacement, as the model sent it.
+#[napi(object, object_to_js = false)]
+pub struct EditArg {
+    pub old_text: Utf16String,
+    pub new_text: Utf16String,
+}
+
+#[napi(object)]
+pub struct EditResult {
+    pub path: Option<String>,
+    pub edits: Option<u32>,
+    pub bytes: Option<u32>,
+    pub diff: Option<String>,
+    pub error: Option<NativeError>,
+}
+
+impl From<workcell_core::Result<EditOutput>> for EditResult {
+    fn from(r: workcell_core::Result<EditOutput>) -> Self {
+        match r {
+            Ok(o) => EditResult {
+                path: Some(o.path),
+                edits: Some(o.edits as u32),
+                bytes: Some(o.bytes as u32),
+                diff: Some(o.diff),
+                error: None,
+            },
+            Err(e) => EditResult { path: None, edits: None, bytes: None, diff: None, error: Some(e.into()) },
+        }
+    }
+}
+
+fn request(path: Utf16String, edits: Vec<EditArg>, max_bytes: Option<u32>) -> workcell_core::Result<EditRequest> {
+    let path = strict_string(path)?;
+    let edits = edits
+        .into_iter()
+        .map(|e| Ok(Edit { old_text: strict_string(e.old_text)?, new_text: strict_string(e.new_text)? }))
+        .collect::<workcell_core::Result<Vec<_>>>()?;
+    EditRequest::new(&path, edits, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
+}
+
+/// Applies edit_file's effect-free checks and returns the normalized path; throws (message:
+/// the tool error's JSON).
+#[napi]
+pub fn check_edit_arguments(path: Utf16String, edits: Vec<EditArg>, max_bytes: Option<u32>) -> napi::Result<String> {
+    request(path, edits, max_bytes).map(|r| r.path().as_str().to_string()).map_err(throw)
+}
+
+type Resolver = Box<dyn FnOnce(Env) -> napi::Result<EditResult> + Send>;
+
+#[napi]
+impl NativeWorkspace {
+    /// edit_file: resolves to `{ path, edits, bytes, diff }` or to `{ error }`; never rejects.
+    /// Takes its place in the target's write queue synchronously (shared with write_file).
+    #[napi(ts_return_type = "Promise<EditResult>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn edit_file<'env>(
+        &self,
+        env: &'env Env,
+        path: Utf16String,
+        edits: Vec<EditArg>,
+        max_bytes: Option<u32>,
+        cancel: Option<&CancelHandle>,
+        expected_hash: Option<String>,
+        guard: Option<&WriteGuard>,
+    ) -> napi::Result<Object<'env>> {
+        let cancel = cancel_of(cancel);
+        let checked = request(path, edits, max_bytes).map(|r| r.with_expected_hash(expected_hash).with_guard(guard_of(guard)));
+        let (deferred, promise) = env.create_deferred::<EditResult, Resolver>()?;
+        let settle = move |out: workcell_core::Result<EditOutput>| {
+            deferred.resolve(Box::new(move |_env| Ok(EditResult::from(out))));
+        };
+        match checked {
+            Err(e) => settle(Err(e)),
+            Ok(req) => {
+                let ticket = write::ticket();
+                let ws = self.ws.clone();
+                napi::bindgen_prelude::within_runtime_if_available(move || edit::spawn_edit(ws, req, ticket, cancel, settle));
+            }
+        }
+        Ok(promise)
+    }
+}

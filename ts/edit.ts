@@ -1,0 +1,106 @@
+import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import { pathProperty } from "./paths.js";
+import type { Tool, ToolContext } from "./tool.js";
+import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { DEFAULT_MAX_WRITE_BYTES } from "./write.js";
+
+export interface EditInput {
+  path: string;
+  edits: { oldText: string; newText: string }[];
+  /** Edit only if the file still has this approval hash (see `hashFile`). */
+  expectedHash?: string;
+}
+
+export interface EditOutput {
+  /** The normalized path, as given. */
+  path: string;
+  /** Number of edits applied. */
+  edits: number;
+  /** UTF-8 byte length of the file after the edit. */
+  bytes: number;
+  /** Unified diff of the change (LF, 3 lines of context), cut at 8 KiB with a note. */
+  diff: string;
+}
+
+/** Most edits in one call. */
+export const MAX_EDITS = 50;
+const CEILING_MAX_WRITE_BYTES = 16 * 1024 * 1024;
+
+export interface EditToolOptions extends WriteGuardOptions {
+  /** Largest file edited and largest result, in UTF-8 bytes (default 65,536; at most 16 MiB). */
+  maxContentBytes?: number;
+}
+
+const parameters: JsonSchema = {
+  type: "object",
+  properties: {
+    path: pathProperty("The file to edit, relative to the workspace root, such as src/index.ts. It must exist."),
+    edits: {
+      type: "array",
+      description: `1 to ${MAX_EDITS} replacements, all located in the file as it is before this call.`,
+      minItems: 1,
+      maxItems: MAX_EDITS,
+      items: {
+        type: "object",
+        properties: {
+          oldText: {
+            type: "string",
+            minLength: 1,
+            description: "Text copied exactly from the file (whitespace and line breaks included); it must occur exactly once.",
+          },
+          newText: { type: "string", description: "The text that replaces oldText (may be empty to delete it)." },
+        },
+        required: ["oldText", "newText"],
+        additionalProperties: false,
+      },
+    },
+    expectedHash: expectedHashProperty,
+  },
+  required: ["path", "edits"],
+  additionalProperties: false,
+};
+
+function describe(limit: number): string {
+  return [
+    "Edit a UTF-8 text file in the workspace by exact text replacement: each edit replaces oldText with newText.",
+    "Every oldText is looked up in the file as it was before the call and must occur exactly once (EDIT_NOT_FOUND names the closest line; EDIT_NOT_UNIQUE gives the count: add surrounding lines to make it unique); edits may not overlap.",
+    "Line breaks may be written as \\n in a file with CRLF line endings: they are matched and written back as CRLF. A byte order mark is kept.",
+    `All edits are applied together in one atomic write; the file and the result may hold at most ${limit.toLocaleString("en-US")} UTF-8 bytes.`,
+    "The path is relative to the workspace root and uses / between names (src/index.ts); symlinks may not lead outside the workspace; paths protected by the host (by default .git and everything in it) are refused with PATH_PROTECTED.",
+    "Returns { path, edits, bytes, diff } with a unified diff of the change.",
+  ].join(" ");
+}
+
+/** Creates the `edit_file` tool for one workspace root. */
+export function createEditTool(root: string, options: EditToolOptions = {}): Tool<EditInput, EditOutput> {
+  const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
+  if (!Number.isSafeInteger(limit) || limit < 0 || limit > CEILING_MAX_WRITE_BYTES) {
+    throw new TypeError(`workcell: maxContentBytes must be an integer from 0 to ${CEILING_MAX_WRITE_BYTES}`);
+  }
+  const guard = makeWriteGuard(options);
+  const ws = openWorkspace(root);
+  return {
+    name: "edit_file",
+    description: describe(limit),
+    parameters,
+    validate(input: unknown): EditInput {
+      checkSchema(parameters, input);
+      const { path, edits, expectedHash } = input as EditInput;
+      const copy = edits.map((e) => ({ oldText: e.oldText, newText: e.newText }));
+      try {
+        binding.checkEditArguments(path, copy, limit);
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      return expectedHash === undefined ? { path, edits: copy } : { path, edits: copy, expectedHash };
+    },
+    async execute(input: EditInput, context: ToolContext): Promise<EditOutput> {
+      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.editFile(input.path, input.edits, limit, cancel, input.expectedHash, guard),
+      );
+      return { path: r.path!, edits: r.edits!, bytes: r.bytes!, diff: r.diff! };
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import { binding } from "./native.js";
+
+/** The write guard of the writing tools (write_file, edit_file). */
+export interface WriteGuardOptions {
+  /**
+   * Globs over workspace-relative paths that no writing tool may change (default
+   * `[".git/**"]`; `[]` protects nothing). `P/**` also protects `P` itself; matching is
+   * case-insensitive and `*` does not cross `/`. Checked against the path as named and against
+   * the file the write really lands on after symlinks inside the workspace are followed.
+   * Refusals are `PATH_PROTECTED`.
+   */
+  protect?: string[];
+  /** Refuse (`PATH_PROTECTED`) any write whose path passes through a symlink. Default false. */
+  refuseLinksOnWrite?: boolean;
+}
+
+/** The default protected globs. */
+export const DEFAULT_PROTECT: readonly string[] = Object.freeze([".git/**"]);
+
+/**
+ * Compiles the guard once per tool (in Rust); throws a TypeError for an invalid glob. An empty
+ * guard (no globs, links allowed) is `undefined`: nothing to check.
+ */
+export function makeWriteGuard(options: WriteGuardOptions): InstanceType<typeof binding.WriteGuard> | undefined {
+  const protect = options.protect ?? DEFAULT_PROTECT;
+  if (!Array.isArray(protect) || protect.some((p) => typeof p !== "string")) {
+    throw new TypeError("workcell: protect must be an array of glob strings");
+  }
+  const refuse = options.refuseLinksOnWrite ?? false;
+  if (typeof refuse !== "boolean") throw new TypeError("workcell: refuseLinksOnWrite must be a boolean");
+  if (protect.length === 0 && !refuse) return undefined;
+  try {
+    return new binding.WriteGuard([...protect], refuse);
+  } catch (err) {
+    throw new TypeError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** The JSON Schema of the optional `expectedHash` property. */
+export const expectedHashProperty = {
+  type: "string",
+  description:
+    'Optional. Write only if the file still has this approval hash ("absent" for a file that must not exist yet); otherwise the call fails with TARGET_CHANGED and nothing is written.',
+} as const;

@@ -1,0 +1,99 @@
+import { callNative, openWorkspace } from "./native.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import { pathProperty, validatePath } from "./paths.js";
+import type { Tool, ToolContext } from "./tool.js";
+
+export interface ListInput {
+  /** The directory to list; the workspace root when absent. */
+  path?: string;
+  /** Levels shown: 1 = the directory's own entries. Default 2, at most 10. */
+  depth?: number;
+  /** Most entries shown. Default 500, at most 5,000. */
+  limit?: number;
+  /** Leave out what `.gitignore` files ignore (and `.git`). Default true. */
+  gitignore?: boolean;
+}
+
+export interface ListOutput {
+  /** The listed directory, normalized (`.` for the root). */
+  path: string;
+  /**
+   * Workspace-relative entries in tree order: `dir/`, `file`, `link -> target` (a symlink with
+   * its target text, never followed), `name [fifo]` (or socket, character device, ...).
+   */
+  entries: string[];
+  /** True when some entries were not shown. */
+  truncated: boolean;
+  /** How many entries were not shown (a lower bound when the walk stopped early). */
+  notShown: number;
+  /** Why entries are missing and what to do about it. */
+  note?: string;
+}
+
+export interface ListToolOptions {}
+
+/**
+ * Validates the directory a walk starts from: a workspace path, or a spelling of the root
+ * itself (`.`, `./`, empty), which gives `undefined`. The Rust core applies the same rule.
+ */
+export function validateStartPath(path: string, where: string): string | undefined {
+  if (!path.startsWith("/") && path.split("/").every((s) => s === "" || s === ".")) return undefined;
+  return validatePath(path, where);
+}
+
+const parameters: JsonSchema = {
+  type: "object",
+  properties: {
+    path: pathProperty("The directory to list, relative to the workspace root, such as src. Omit it (or pass .) to list the root."),
+    depth: {
+      type: "integer",
+      minimum: 1,
+      maximum: 10,
+      description: "How many levels to show: 1 lists only the directory's own entries. Default 2.",
+    },
+    limit: { type: "integer", minimum: 1, maximum: 5000, description: "Most entries to show. Default 500." },
+    gitignore: {
+      type: "boolean",
+      description: "Leave out files that .gitignore ignores, and the .git directory. Default true; false shows everything.",
+    },
+  },
+  additionalProperties: false,
+};
+
+const description = [
+  "List the files and directories beneath a directory of the workspace (the root by default).",
+  "Entries are paths relative to the workspace root, in tree order: directories end with /, symlinks show as `name -> target` and are never followed or entered, FIFOs, sockets and devices show their type in brackets.",
+  "Shows depth levels (default 2, max 10) and at most limit entries (default 500, max 5,000), shallowest first; files ignored by .gitignore are left out unless gitignore is false.",
+  "When entries are left out, truncated is true and note says how many and why; list a subdirectory with path to see more.",
+  "Paths use / between names (src/lib); absolute paths, .., backslashes and drive letters are refused.",
+  "Returns { path, entries, truncated, notShown, note? }.",
+].join(" ");
+
+/** Creates the `list_files` tool for one workspace root. */
+export function createListTool(root: string, _options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
+  const ws = openWorkspace(root);
+  return {
+    name: "list_files",
+    description,
+    parameters,
+    validate(input: unknown): ListInput {
+      checkSchema(parameters, input);
+      const { path, depth, limit, gitignore } = input as ListInput;
+      const out: ListInput = {};
+      const start = path === undefined ? undefined : validateStartPath(path, "arguments.path");
+      if (start !== undefined) out.path = start;
+      if (depth !== undefined) out.depth = depth;
+      if (limit !== undefined) out.limit = limit;
+      if (gitignore !== undefined) out.gitignore = gitignore;
+      return out;
+    },
+    async execute(input: ListInput, context: ToolContext): Promise<ListOutput> {
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.listFiles(input.path, input.depth, input.limit, input.gitignore, cancel),
+      );
+      const out: ListOutput = { path: r.path!, entries: r.entries!, truncated: r.truncated!, notShown: r.notShown! };
+      if (r.note != null) out.note = r.note;
+      return out;
+    },
+  };
+}

@@ -1,0 +1,280 @@
+import { realpathSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { sep } from "node:path";
+import type { RunCommandOptions as NativeRunCommandOptions } from "../native/binding.js";
+import { ToolError } from "./errors.js";
+import { callNative, fromThrown, openWorkspace } from "./native.js";
+import type { CommandPolicy } from "./policy.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import type { Tool, ToolContext } from "./tool.js";
+
+export interface RunCommandInput {
+  /** The program (a bare name found on PATH) and its arguments: 1 to 64 strings. */
+  argv: string[];
+  /** Working directory relative to the workspace root (default: the root). */
+  cwd?: string;
+  /** Timeout for this call in milliseconds (clamped to the tool's maximum). */
+  timeoutMs?: number;
+}
+
+export interface RunCommandOutput {
+  exitCode: number | null;
+  signal: string | null;
+  /** stdout and stderr as written, in order: the first and last bytes when it was long. */
+  output: string;
+  /** Whether bytes were left out of the middle of `output`. */
+  truncated: boolean;
+  /** How many bytes were left out (0 when none). */
+  omittedBytes: number;
+  /** Always false in a result: a timeout is the `COMMAND_TIMEOUT` error. */
+  timedOut: boolean;
+  durationMs: number;
+  /** The timeout in force for this call. */
+  timeoutMs: number;
+  /** Present when the requested timeout was above the maximum and was clamped. */
+  note?: string;
+}
+
+export interface RunCommandToolOptions extends CommandPolicy {
+  /**
+   * Names of host environment variables the command may see (read at call time; absent names
+   * are skipped). Nothing else is inherited: the command gets PATH, a private HOME and TMPDIR,
+   * and these. PATH, HOME and TMPDIR cannot be named.
+   */
+  inheritEnv?: readonly string[];
+  /** The command's PATH, where `argv[0]` is looked up (default: the host's PATH when the tool is created). */
+  path?: string;
+  /** Timeout when the call names none, in milliseconds (default 30,000). */
+  timeoutMs?: number;
+  /** Largest timeout a call may ask for (default 600,000, or `timeoutMs` when larger). */
+  maxTimeoutMs?: number;
+  /** Bytes kept from the start of the output (default 8,192). */
+  outputHeadBytes?: number;
+  /** Bytes kept from the end of the output (default 24,576). */
+  outputTailBytes?: number;
+  /**
+   * Where the per-call scratch directories (the command's HOME and TMPDIR) are created
+   * (default: `os.tmpdir()`). Must be outside the workspace.
+   */
+  scratchDir?: string;
+  /** How child exits are observed (tests and diagnostics). */
+  reaper?: "auto" | "pidfd" | "thread";
+}
+
+export const RUN_COMMAND_DEFAULTS = {
+  timeoutMs: 30_000,
+  maxTimeoutMs: 600_000,
+  outputHeadBytes: 8_192,
+  outputTailBytes: 24_576,
+} as const;
+
+const MAX_MS = 2 ** 32 - 1;
+const MAX_OUTPUT_CAP = 64 * 1024 * 1024;
+const RESERVED_ENV = ["PATH", "HOME", "TMPDIR"];
+
+export const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+function integerOption(tool: string, name: string, value: unknown, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new TypeError(`workcell: ${tool} option ${name} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function names(tool: string, value: unknown, what: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) {
+    throw new TypeError(`workcell: ${tool} option ${what} must be an array of strings`);
+  }
+  return [...(value as string[])];
+}
+
+/** Validates `inheritEnv` and returns a function reading the named variables at call time. */
+export function inheritedEnv(tool: string, value: unknown): () => { name: string; value: string }[] {
+  const list = names(tool, value, "inheritEnv") ?? [];
+  for (const n of list) {
+    if (n.length === 0 || /[=\0]/.test(n)) throw new TypeError(`workcell: inheritEnv name ${JSON.stringify(n)} is not a valid variable name`);
+    if (RESERVED_ENV.includes(n)) {
+      throw new TypeError(`workcell: inheritEnv cannot name ${n}: PATH is set with the path option, HOME and TMPDIR are private per call`);
+    }
+  }
+  return () => {
+    const vars: { name: string; value: string }[] = [];
+    for (const name of list) {
+      const v = process.env[name];
+      if (v !== undefined && !v.includes("\0")) vars.push({ name, value: v });
+    }
+    return vars;
+  };
+}
+
+function outside(real: string, canonicalRoot: string): boolean {
+  return real !== canonicalRoot && !real.startsWith(canonicalRoot.endsWith(sep) ? canonicalRoot : canonicalRoot + sep);
+}
+
+/**
+ * The parent of the per-call scratch directories: `dir` when given (it must exist and be outside
+ * the workspace), otherwise the first of `os.tmpdir()`, /tmp, /var/tmp, /dev/shm that is a
+ * directory outside the workspace. Returns its real path.
+ */
+export function scratchParent(tool: string, dir: unknown, canonicalRoot: string): string {
+  if (dir !== undefined && (typeof dir !== "string" || dir.length === 0)) {
+    throw new TypeError(`workcell: ${tool} option scratchDir must be a directory path`);
+  }
+  if (dir === undefined) {
+    for (const candidate of [tmpdir(), "/tmp", "/var/tmp", "/dev/shm"]) {
+      try {
+        const real = realpathSync(candidate);
+        if (statSync(real).isDirectory() && outside(real, canonicalRoot)) return real;
+      } catch {
+        // not usable here
+      }
+    }
+    throw new TypeError(`workcell: ${tool}: no temporary directory outside the workspace was found; pass scratchDir`);
+  }
+  let real: string;
+  try {
+    real = realpathSync(dir as string);
+  } catch (err) {
+    throw new TypeError(`workcell: ${tool}: the scratch directory's parent cannot be used: ${(err as Error).message}`);
+  }
+  if (!outside(real, canonicalRoot)) {
+    throw new TypeError(
+      `workcell: ${tool}: the scratch directory's parent ${real} is inside the workspace; pass scratchDir, a temporary directory outside it`,
+    );
+  }
+  return real;
+}
+
+const parameters: JsonSchema = {
+  type: "object",
+  properties: {
+    argv: {
+      type: "array",
+      items: { type: "string" },
+      minItems: 1,
+      maxItems: 64,
+      description:
+        'The program and its arguments, one string each, such as ["npm", "test"] or ["git", "status"]. Nothing is split or expanded. argv[0] is a bare program name found on PATH. For pipes, && or redirections use ["sh", "-c", "script"]; the script is parsed and checked.',
+    },
+    cwd: {
+      type: "string",
+      description: "Working directory relative to the workspace root, such as packages/app (default: the root).",
+    },
+    timeoutMs: {
+      type: "integer",
+      minimum: 1,
+      description: "Timeout in milliseconds for this command (default and maximum are the tool's; a larger value is clamped).",
+    },
+  },
+  required: ["argv"],
+  additionalProperties: false,
+};
+
+function describe(
+  timeoutMs: number,
+  maxTimeoutMs: number,
+  head: number,
+  tail: number,
+  allow: string[] | undefined,
+  deny: string[] | undefined,
+): string {
+  return [
+    "Run a program inside the workspace and return its exit code and output.",
+    "argv is the program and its arguments as separate strings: there is no shell unless you run one (sh -c), so nothing is split, globbed or expanded.",
+    "argv[0] must be a bare program name on PATH (no /); a missing program is COMMAND_NOT_FOUND.",
+    "For pipelines, && and redirections use [\"sh\", \"-c\", \"...\"]: the script is parsed and every command in it is checked; redirections may only target workspace-relative paths or /dev/null, and command names must be literal.",
+    allow
+      ? `Only these programs may run: ${allow.slice(0, 40).join(", ")}${allow.length > 40 ? "…" : ""} (plus shell builtins).`
+      : deny === undefined
+        ? "Privilege tools (sudo, su, doas, pkexec) are refused."
+        : deny.length > 0
+          ? `These programs are refused: ${deny.slice(0, 40).join(", ")}${deny.length > 40 ? "…" : ""}.`
+          : "Programs that run other programs in ways the policy cannot check (sudo, strace...) are refused.",
+    "A refused command is TOOL_ARGUMENTS_INVALID with COMMAND_REFUSED and a hint.",
+    `The command gets an empty stdin, a private HOME and TMPDIR that are deleted afterwards, and only PATH plus the variables the host allows. It runs in its own process group; it must finish within ${timeoutMs} ms unless timeoutMs asks otherwise (at most ${maxTimeoutMs} ms): then everything it started is killed and the call fails with COMMAND_TIMEOUT (partial output in the error's details).`,
+    `stdout and stderr arrive together in order in output; of long output the first ${head} and last ${tail} bytes are kept with "[N bytes omitted]" between (truncated, omittedBytes).`,
+    "A non-zero exit code is a normal result. Returns { exitCode, signal, output, truncated, omittedBytes, timedOut, durationMs, timeoutMs, note? }.",
+  ].join(" ");
+}
+
+/** Creates the `run_command` tool for one workspace root. */
+export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): Tool<RunCommandInput, RunCommandOutput> {
+  const ws = openWorkspace(root);
+  const T = "createRunCommandTool";
+  const timeoutMs = integerOption(T, "timeoutMs", options.timeoutMs, 1, MAX_MS) ?? RUN_COMMAND_DEFAULTS.timeoutMs;
+  const maxTimeoutMs =
+    integerOption(T, "maxTimeoutMs", options.maxTimeoutMs, 1, MAX_MS) ?? Math.max(RUN_COMMAND_DEFAULTS.maxTimeoutMs, timeoutMs);
+  if (timeoutMs > maxTimeoutMs) throw new TypeError(`workcell: ${T} option timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
+  const head = integerOption(T, "outputHeadBytes", options.outputHeadBytes, 0, MAX_OUTPUT_CAP) ?? RUN_COMMAND_DEFAULTS.outputHeadBytes;
+  const tail = integerOption(T, "outputTailBytes", options.outputTailBytes, 0, MAX_OUTPUT_CAP) ?? RUN_COMMAND_DEFAULTS.outputTailBytes;
+  if (head + tail === 0) throw new TypeError(`workcell: ${T} options outputHeadBytes and outputTailBytes cannot both be 0`);
+  const deny = names(T, options.denyCommands, "denyCommands");
+  const allow = names(T, options.allowCommands, "allowCommands");
+  const env = inheritedEnv(T, options.inheritEnv);
+  if (options.path !== undefined && (typeof options.path !== "string" || options.path.includes("\0"))) {
+    throw new TypeError(`workcell: ${T} option path must be a PATH string`);
+  }
+  const path = options.path ?? process.env.PATH ?? DEFAULT_PATH;
+  const scratchDir = scratchParent(T, options.scratchDir, ws.canonical);
+  const reaper = options.reaper ?? "auto";
+  if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
+
+  const nativeOptions = (): NativeRunCommandOptions => ({
+    denyCommands: deny,
+    allowCommands: allow,
+    path,
+    env: env(),
+    timeoutMs,
+    maxTimeoutMs,
+    outputHeadBytes: head,
+    outputTailBytes: tail,
+    scratchDir,
+    reaper,
+  });
+  // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
+  // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
+  try {
+    ws.checkRunCommand(["true"], undefined, undefined, nativeOptions());
+  } catch (err) {
+    const e = fromThrown(err);
+    if (!(e instanceof ToolError)) throw new TypeError(e.message);
+  }
+
+  return {
+    name: "run_command",
+    description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny),
+    parameters,
+    validate(input: unknown): RunCommandInput {
+      checkSchema(parameters, input);
+      const { argv, cwd, timeoutMs: t } = input as RunCommandInput;
+      try {
+        ws.checkRunCommand(argv, cwd, t, nativeOptions());
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      const out: RunCommandInput = { argv: [...argv] };
+      if (cwd !== undefined) out.cwd = cwd;
+      if (t !== undefined) out.timeoutMs = t;
+      return out;
+    },
+    async execute(input: RunCommandInput, context: ToolContext): Promise<RunCommandOutput> {
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.runCommand(input.argv, input.cwd, input.timeoutMs, nativeOptions(), cancel),
+      );
+      const out: RunCommandOutput = {
+        exitCode: r.exitCode ?? null,
+        signal: r.signal ?? null,
+        output: r.output!,
+        truncated: r.truncated!,
+        omittedBytes: r.omittedBytes!,
+        timedOut: r.timedOut!,
+        durationMs: r.durationMs!,
+        timeoutMs: r.timeoutMs!,
+      };
+      if (r.note != null) out.note = r.note;
+      return out;
+    },
+  };
+}

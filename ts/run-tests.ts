@@ -1,0 +1,217 @@
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join } from "node:path";
+import type { RunTestsOptions as NativeRunTestsOptions } from "../native/binding.js";
+import { ToolError } from "./errors.js";
+import { callNative, fromThrown, openWorkspace } from "./native.js";
+import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
+import type { CommandPolicy } from "./policy.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import type { Tool, ToolContext } from "./tool.js";
+
+export type TestRunner = "vitest" | "node" | "go" | "cargo";
+
+export interface RunTestsInput {
+  runner: TestRunner;
+  /** Package patterns, file filters, name filters (checked per runner). */
+  args?: string[];
+  /** The call's deadline in milliseconds (clamped to the tool's maximum). */
+  timeoutMs?: number;
+}
+
+export interface TestFailure {
+  name: string;
+  file?: string;
+  /** The failure's message and output (bounded). */
+  output: string;
+}
+
+export interface RunTestsOutput {
+  /** The report for the model: counts, build errors, failures, one line per package or file; at most 8 KiB. */
+  report: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+  /** At most 50; each output is cut to about 1.5 KiB, keeping its start and its end. */
+  failures: TestFailure[];
+  buildErrors: string[];
+  exitCode: number | null;
+  durationMs: number;
+  /** The outer deadline in force. */
+  timeoutMs: number;
+  /** Present when the requested timeout was above the maximum and was clamped. */
+  note?: string;
+}
+
+export interface RunTestsToolOptions extends CommandPolicy {
+  /** Names of host environment variables the tests may see (read at call time). */
+  inheritEnv?: readonly string[];
+  /** The runners' PATH (default: the host's PATH when the tool is created). */
+  path?: string;
+  /** The call's deadline when it names none, in milliseconds (default 120,000). */
+  timeoutMs?: number;
+  /** Largest deadline a call may ask for (default 1,800,000, or `timeoutMs` when larger). */
+  maxTimeoutMs?: number;
+  /** The Node.js that runs `node --test` and vitest (default: `process.execPath`). */
+  nodePath?: string;
+  /** CARGO_HOME for cargo (default: the host's, `$CARGO_HOME` or `~/.cargo`, when it exists). */
+  cargoHome?: string;
+  /** RUSTUP_HOME for cargo (default: the host's, `$RUSTUP_HOME` or `~/.rustup`, when it exists). */
+  rustupHome?: string;
+  /** GOCACHE (default: in the per-call scratch directory, empty each call). */
+  goCache?: string;
+  /** GOMODCACHE (default: in the scratch directory; the run is offline either way). */
+  goModCache?: string;
+  /** Where the per-call scratch directories are created (default `os.tmpdir()`); outside the workspace. */
+  scratchDir?: string;
+  reaper?: "auto" | "pidfd" | "thread";
+}
+
+export const RUN_TESTS_DEFAULTS = { timeoutMs: 120_000, maxTimeoutMs: 1_800_000 } as const;
+
+const MAX_MS = 2 ** 32 - 1;
+
+const parameters: JsonSchema = {
+  type: "object",
+  properties: {
+    runner: {
+      type: "string",
+      enum: ["vitest", "node", "go", "cargo"],
+      description:
+        "vitest (the workspace's node_modules/.bin/vitest), node (node --test), go (go test, module in the workspace root) or cargo (cargo test, Cargo.toml in the workspace root).",
+    },
+    args: {
+      type: "array",
+      items: { type: "string" },
+      description:
+        'What to run: go package patterns and -run/-skip/-v/-short/-race ("./pkg/...", "-run", "TestX"); vitest file filters and -t ("src/utils", "-t", "adds"); node test files and --test-name-pattern; cargo a test name filter, -p/--lib/--test/--features, and after "--" libtest\'s --exact/--skip/--ignored. Reporter, output-format and timeout options are set by the tool and refused. At most 32.',
+    },
+    timeoutMs: {
+      type: "integer",
+      minimum: 1,
+      description: "Deadline for the whole run in milliseconds (default and maximum are the tool's; a larger value is clamped).",
+    },
+  },
+  required: ["runner"],
+  additionalProperties: false,
+};
+
+function describe(timeoutMs: number, maxTimeoutMs: number): string {
+  return [
+    "Run the workspace's tests and get a short report: counts, build errors, each failing test's name and message, one result line per package or file.",
+    "Passing tests' output is left out; the report is at most 8 KiB.",
+    "runner picks the tool: vitest, node (node:test), go or cargo; the command is built by the tool with a machine-readable reporter, so args only select packages, files and tests.",
+    `The run must end within ${timeoutMs} ms unless timeoutMs asks otherwise (at most ${maxTimeoutMs} ms); the runner itself gets a per-test timeout of three quarters of that, so a hanging test is usually reported by name as a failure. Past the deadline everything is killed and the call fails with TESTS_TIMED_OUT.`,
+    "A runner that cannot start (not installed, broken configuration) fails with TEST_RUNNER_FAILED (or COMMAND_NOT_FOUND) and the runner's own error lines.",
+    "Tests run offline with a private HOME and TMPDIR and only PATH plus the variables the host allows. Failing tests are a normal result. Returns { report, passed, failed, skipped, failures, buildErrors, exitCode, durationMs, timeoutMs, note? }.",
+  ].join(" ");
+}
+
+function integerOption(name: string, value: unknown, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new TypeError(`workcell: createRunTestsTool option ${name} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function absoluteOption(name: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || !isAbsolute(value) || value.includes("\0")) {
+    throw new TypeError(`workcell: createRunTestsTool option ${name} must be an absolute path`);
+  }
+  return value;
+}
+
+function existing(path: string): string | undefined {
+  return existsSync(path) ? path : undefined;
+}
+
+/** Creates the `run_tests` tool for one workspace root. */
+export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): Tool<RunTestsInput, RunTestsOutput> {
+  const ws = openWorkspace(root);
+  const T = "createRunTestsTool";
+  const timeoutMs = integerOption("timeoutMs", options.timeoutMs, 1, MAX_MS) ?? RUN_TESTS_DEFAULTS.timeoutMs;
+  const maxTimeoutMs = integerOption("maxTimeoutMs", options.maxTimeoutMs, 1, MAX_MS) ?? Math.max(RUN_TESTS_DEFAULTS.maxTimeoutMs, timeoutMs);
+  if (timeoutMs > maxTimeoutMs) throw new TypeError(`workcell: ${T} option timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
+  const env = inheritedEnv(T, options.inheritEnv);
+  if (options.path !== undefined && (typeof options.path !== "string" || options.path.includes("\0"))) {
+    throw new TypeError(`workcell: ${T} option path must be a PATH string`);
+  }
+  const path = options.path ?? process.env.PATH ?? DEFAULT_PATH;
+  const nodePath = absoluteOption("nodePath", options.nodePath) ?? process.execPath;
+  const cargoHome = absoluteOption("cargoHome", options.cargoHome) ?? existing(process.env.CARGO_HOME ?? join(homedir(), ".cargo"));
+  const rustupHome = absoluteOption("rustupHome", options.rustupHome) ?? existing(process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"));
+  const goCache = absoluteOption("goCache", options.goCache);
+  const goModCache = absoluteOption("goModCache", options.goModCache);
+  const scratchDir = scratchParent(T, options.scratchDir, ws.canonical);
+  const reaper = options.reaper ?? "auto";
+  if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
+
+  const list = (value: unknown, what: string): string[] | undefined => {
+    if (value === undefined) return undefined;
+    if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw new TypeError(`workcell: ${T} option ${what} must be an array of strings`);
+    return [...(value as string[])];
+  };
+  const denyCommands = list(options.denyCommands, "denyCommands");
+  const allowCommands = list(options.allowCommands, "allowCommands");
+  const nativeOptions = (): NativeRunTestsOptions => ({
+    denyCommands,
+    allowCommands,
+    path,
+    env: env(),
+    timeoutMs,
+    maxTimeoutMs,
+    nodePath,
+    cargoHome,
+    rustupHome,
+    goCache,
+    goModCache,
+    scratchDir,
+    reaper,
+  });
+  // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
+  // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
+  try {
+    ws.checkRunTests("node", [], undefined, nativeOptions());
+  } catch (err) {
+    const e = fromThrown(err);
+    if (!(e instanceof ToolError)) throw new TypeError(e.message);
+  }
+
+  return {
+    name: "run_tests",
+    description: describe(timeoutMs, maxTimeoutMs),
+    parameters,
+    validate(input: unknown): RunTestsInput {
+      checkSchema(parameters, input);
+      const { runner, args = [], timeoutMs: t } = input as RunTestsInput;
+      try {
+        ws.checkRunTests(runner, args, t, nativeOptions());
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      const out: RunTestsInput = { runner, args: [...args] };
+      if (t !== undefined) out.timeoutMs = t;
+      return out;
+    },
+    async execute(input: RunTestsInput, context: ToolContext): Promise<RunTestsOutput> {
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.runTests(input.runner, input.args ?? [], input.timeoutMs, nativeOptions(), cancel),
+      );
+      const out: RunTestsOutput = {
+        report: r.report!,
+        passed: r.passed!,
+        failed: r.failed!,
+        skipped: r.skipped!,
+        failures: r.failures!.map((f) => (f.file == null ? { name: f.name, output: f.output } : { name: f.name, file: f.file, output: f.output })),
+        buildErrors: r.buildErrors!,
+        exitCode: r.exitCode ?? null,
+        durationMs: r.durationMs!,
+        timeoutMs: r.timeoutMs!,
+      };
+      if (r.note != null) out.note = r.note;
+      return out;
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import { pathProperty } from "./paths.js";
+import { validateStartPath } from "./list.js";
+import type { Tool, ToolContext } from "./tool.js";
+
+export interface SearchInput {
+  /** A regular expression (Rust regex syntax), or plain text with `literal: true`. */
+  pattern: string;
+  /** The directory (or one file) to search; the workspace root when absent. */
+  path?: string;
+  /** Only files whose workspace-relative path matches this glob (`*.ts`, `src/**`, `!*.min.js`). */
+  glob?: string;
+  ignoreCase?: boolean;
+  literal?: boolean;
+  /** Most matching lines returned. Default 100, at most 1,000. */
+  limit?: number;
+}
+
+export interface SearchOutput {
+  /** `path:line: text`, in tree order; text cut at 500 characters (with `…`). */
+  matches: string[];
+  /** True when more matches exist than were returned. */
+  truncated: boolean;
+  /** How many files were searched. */
+  filesSearched: number;
+  /** Why matches are missing (limit, output cap), skipped binary or unreadable files. */
+  note?: string;
+}
+
+export interface SearchToolOptions {
+  /** Leave out files that .gitignore ignores (and `.git`). Default true. */
+  gitignore?: boolean;
+}
+
+const parameters: JsonSchema = {
+  type: "object",
+  properties: {
+    pattern: {
+      type: "string",
+      description: "What to search for: a regular expression (Rust regex syntax, like ripgrep), matched line by line.",
+    },
+    path: pathProperty("The directory or file to search, relative to the workspace root, such as src. Omit it (or pass .) to search everything."),
+    glob: {
+      type: "string",
+      description: "Only search files whose path matches this glob, such as *.ts, src/**/*.rs, or !*.min.js to exclude.",
+    },
+    ignoreCase: { type: "boolean", description: "Match letters case-insensitively. Default false." },
+    literal: { type: "boolean", description: "Treat pattern as plain text, not a regular expression. Default false." },
+    limit: { type: "integer", minimum: 1, maximum: 1000, description: "Most matching lines to return. Default 100." },
+  },
+  required: ["pattern"],
+  additionalProperties: false,
+};
+
+const description = [
+  "Search the workspace's files for lines matching a regular expression (ripgrep's engine and syntax), or plain text with literal: true.",
+  "Returns each matching line as `path:line: text`, paths relative to the workspace root, in tree order; a line longer than 500 characters is cut and ends with …",
+  "Files ignored by .gitignore, binary files and anything behind a symlink are not searched.",
+  "At most limit matches (default 100, max 1,000) and 64 KiB of text are returned; when more exist, truncated is true and note says so: narrow the pattern, path or glob.",
+  "An invalid pattern is refused with the parser's message in the hint.",
+  "Returns { matches, truncated, filesSearched, note? }.",
+].join(" ");
+
+/** Creates the `search_files` tool for one workspace root. */
+export function createSearchTool(root: string, options: SearchToolOptions = {}): Tool<SearchInput, SearchOutput> {
+  const ws = openWorkspace(root);
+  const gitignore = options.gitignore ?? true;
+  return {
+    name: "search_files",
+    description,
+    parameters,
+    validate(input: unknown): SearchInput {
+      checkSchema(parameters, input);
+      const { pattern, path, glob, ignoreCase, literal, limit } = input as SearchInput;
+      // The pattern and glob are compiled (in Rust) here, so a bad one is refused before any effect.
+      try {
+        binding.checkSearchPattern(pattern, glob, ignoreCase, literal);
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      const out: SearchInput = { pattern };
+      const start = path === undefined ? undefined : validateStartPath(path, "arguments.path");
+      if (start !== undefined) out.path = start;
+      if (glob !== undefined) out.glob = glob;
+      if (ignoreCase !== undefined) out.ignoreCase = ignoreCase;
+      if (literal !== undefined) out.literal = literal;
+      if (limit !== undefined) out.limit = limit;
+      return out;
+    },
+    async execute(input: SearchInput, context: ToolContext): Promise<SearchOutput> {
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.searchFiles(
+          input.pattern,
+          input.path,
+          input.glob,
+          { ignoreCase: input.ignoreCase, literal: input.literal, limit: input.limit, gitignore },
+          cancel,
+        ),
+      );
+      const out: SearchOutput = { matches: r.matches!, truncated: r.truncated!, filesSearched: r.filesSearched! };
+      if (r.note != null) out.note = r.note;
+      return out;
+    },
+  };
+}
