@@ -266,6 +266,16 @@ export interface RunCommandOptions {
   scratchDir: string
   /** `"auto"` (default), `"pidfd"` or `"thread"`. */
   reaper?: string
+  /** `"auto"` (default), `"required"` or `"off"`. */
+  sandbox?: string
+  /** Let the command use the network. */
+  network?: boolean
+  /** Canonical absolute paths the command may also read. */
+  readPaths?: Array<string>
+  /** Canonical absolute paths the command may also read and write. */
+  writePaths?: Array<string>
+  /** Simulate a system with fewer sandbox features. */
+  sandboxLimit?: SandboxFeatureLimit
 }
 
 export interface RunCommandResult {
@@ -278,6 +288,7 @@ export interface RunCommandResult {
   durationMs?: number
   timeoutMs?: number
   note?: string
+  sandbox?: SandboxReport
   error?: NativeError
 }
 

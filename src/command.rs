@@ -12,6 +12,7 @@ use workcell_core::process::Reaper;
 
 use crate::convert::{strict_string, throw, NativeError};
 use crate::process::EnvVar;
+use crate::sandbox::{SandboxFeatureLimit, SandboxReport};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
 /// The host's configuration of run_command.
@@ -33,6 +34,16 @@ pub struct RunCommandOptions {
     pub scratch_dir: String,
     /// `"auto"` (default), `"pidfd"` or `"thread"`.
     pub reaper: Option<String>,
+    /// `"auto"` (default), `"required"` or `"off"`.
+    pub sandbox: Option<String>,
+    /// Let the command use the network.
+    pub network: Option<bool>,
+    /// Canonical absolute paths the command may also read.
+    pub read_paths: Option<Vec<String>>,
+    /// Canonical absolute paths the command may also read and write.
+    pub write_paths: Option<Vec<String>>,
+    /// Simulate a system with fewer sandbox features.
+    pub sandbox_limit: Option<SandboxFeatureLimit>,
 }
 
 #[napi(object)]
@@ -46,6 +57,7 @@ pub struct RunCommandResult {
     pub duration_ms: Option<f64>,
     pub timeout_ms: Option<f64>,
     pub note: Option<String>,
+    pub sandbox: Option<SandboxReport>,
     pub error: Option<NativeError>,
 }
 
@@ -62,6 +74,7 @@ impl From<workcell_core::Result<CommandOutput>> for RunCommandResult {
                 duration_ms: Some(o.duration_ms as f64),
                 timeout_ms: Some(o.timeout_ms as f64),
                 note: o.note,
+                sandbox: Some(o.sandbox.into()),
                 error: None,
             },
             Err(e) => RunCommandResult {
@@ -74,6 +87,7 @@ impl From<workcell_core::Result<CommandOutput>> for RunCommandResult {
                 duration_ms: None,
                 timeout_ms: None,
                 note: None,
+                sandbox: None,
                 error: Some(e.into()),
             },
         }
@@ -114,6 +128,7 @@ fn options(o: RunCommandOptions) -> napi::Result<CommandOptions> {
     }
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
     opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
     Ok(opts)
 }

@@ -48,7 +48,7 @@ describe("run_command: running", () => {
     const tool = createRunCommandTool(root, { scratchDir });
     const out = await run(tool, { argv: ["sh", "-c", "echo out; echo err >&2; exit 3"] });
     expect(Object.keys(out).sort()).toEqual(
-      ["durationMs", "exitCode", "omittedBytes", "output", "signal", "timedOut", "timeoutMs", "truncated"].sort(),
+      ["durationMs", "exitCode", "omittedBytes", "output", "sandbox", "signal", "timedOut", "timeoutMs", "truncated"].sort(),
     );
     expect(out).toMatchObject({ exitCode: 3, signal: null, output: "out\nerr\n", truncated: false, omittedBytes: 0, timedOut: false, timeoutMs: 30_000 });
     expect(out.durationMs).toBeGreaterThanOrEqual(0);

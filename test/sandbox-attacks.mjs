@@ -1,8 +1,7 @@
 // Hostile children for the sandbox, as a table: one row per attack, one request builder per
-// tool (node_process now; a run_command row is a `run_command: (c) => ({ command })` entry
-// beside it, and a `run_command` entry in TOOLS). Each row knows how to tell, from the host's
-// side, whether the attack escaped, so every row runs with the sandbox off (it must escape:
-// the test can fail) and on (it must not).
+// tool (node_process and run_command; a tool is one more entry in TOOLS and a builder per
+// row). Each row knows how to tell, from the host's side, whether the attack escaped, so every
+// row runs with the sandbox off (it must escape: the test can fail) and on (it must not).
 //
 // Plain JavaScript so that the same table also runs in a separate, unprivileged host process
 // (test/sandbox-runner.mjs, started as `nobody`).
@@ -15,6 +14,20 @@ import { join } from "node:path";
 
 /** How to create and call each tool. */
 export const TOOLS = {
+  run_command: {
+    create: (lib, root, options) => lib.createRunCommandTool(root, { timeoutMs: 20_000, ...options }),
+    call: async (tool, request) => {
+      const signal = new AbortController().signal;
+      try {
+        const out = await tool.execute(tool.validate(request), { signal });
+        // The shape the rows read (node_process's).
+        return { ...out, stdout: out.output, stderr: "" };
+      } catch (err) {
+        if (err?.details) return { ...err.details, stdout: err.details.output ?? "", stderr: "" };
+        throw err;
+      }
+    },
+  },
   node_process: {
     create: (lib, root, options) => lib.createNodeProcessTool(root, { timeoutMs: 20_000, ...options }),
     /** Runs `request` (from a row's builder); returns the output (the error's details on a timeout). */
@@ -58,6 +71,7 @@ export const ATTACKS = [
   {
     name: "read a canary outside the workspace (a stand-in for ~/.ssh)",
     needs: (f) => f.landlockAbi !== null,
+    run_command: (c) => ({ argv: ["sh", "-c", 'cat "$1/id_rsa"; node -e "process.stdout.write(require(\'fs\').readFileSync(process.argv[1], \'utf8\'))" "$1/id_rsa"; true', "sh", c.outside] }),
     node_process: () => ({
       source: `${PRE}
         (async () => {
@@ -72,6 +86,7 @@ export const ATTACKS = [
   {
     name: "write outside the workspace",
     needs: (f) => f.landlockAbi !== null,
+    run_command: (c) => ({ argv: ["sh", "-c", 'touch "$1/sh.txt"; mkdir "$1/dir"; cp /dev/null "$1/fs.txt"; node -e "require(\'fs\').writeFileSync(process.argv[1], \'x\')" "$1/node.txt"; true', "sh", c.outside] }),
     node_process: () => ({
       source: `${PRE}
         (async () => {
@@ -87,6 +102,7 @@ export const ATTACKS = [
   {
     name: "rename or link a file out of the workspace",
     needs: (f) => f.landlockAbi !== null,
+    run_command: (c) => ({ argv: ["sh", "-c", 'touch r1 r2 r3; mv r1 "$1/r1"; ln r2 "$1/r2"; node -e "require(\'fs\').renameSync(\'r3\', process.argv[1])" "$1/r3"; true', "sh", c.outside] }),
     node_process: () => ({
       source: `${PRE}
         (async () => {
@@ -102,6 +118,7 @@ export const ATTACKS = [
   {
     name: "connect to a TCP listener on loopback",
     needs: (f) => f.landlockAbi !== null && f.landlockAbi >= 4,
+    run_command: (c) => ({ argv: ["node", "-e", "const s = require('net').connect(+process.argv[1], '127.0.0.1', () => { console.log('CONNECTED'); s.end(); }); s.on('error', (e) => console.log(e.code))", String(c.port)] }),
     node_process: () => ({
       source: `${PRE}
         (async () => {
@@ -115,6 +132,7 @@ export const ATTACKS = [
   {
     name: "connect to the host's abstract UNIX socket",
     needs: (f) => f.landlockAbi !== null && f.landlockAbi >= 6,
+    run_command: (c) => ({ argv: ["node", "-e", "const s = require('net').connect({ path: '\\0' + process.argv[1] }, () => { console.log('CONNECTED'); s.end(); }); s.on('error', (e) => console.log(e.code))", c.abstract] }),
     node_process: () => ({
       source: `${PRE}
         (async () => {
@@ -127,6 +145,7 @@ export const ATTACKS = [
   {
     name: "send a signal to the host process",
     needs: (f) => f.pidNamespace || (f.landlockAbi !== null && f.landlockAbi >= 6),
+    run_command: (c) => ({ argv: ["sh", "-c", 'kill -WINCH "$1"; true', "sh", String(c.hostPid)] }),
     node_process: () => ({
       source: `${PRE}
         (async () => {
@@ -144,6 +163,7 @@ export const ATTACKS = [
   {
     name: "read the host's /proc/<pid>/environ",
     needs: (f) => f.landlockAbi !== null || (f.pidNamespace && f.procMount),
+    run_command: (c) => ({ argv: ["sh", "-c", 'sha256sum "/proc/$1/environ"; true', "sh", String(c.hostPid)] }),
     node_process: () => ({
       source: `${PRE}
         const hash = (s) => require("crypto").createHash("sha256").update(s, "latin1").digest("hex");
@@ -158,6 +178,7 @@ export const ATTACKS = [
   {
     name: "start a setsid grandchild (and a double fork) that tries to outlive the call",
     needs: (f) => f.pidNamespace,
+    run_command: (c) => ({ argv: ["sh", "-c", 'export WC_MARK="$1"; (setsid sh -c "touch ready; exec sleep 30" </dev/null >/dev/null 2>&1 &); while [ ! -e ready ]; do sleep 0.01; done; echo forked', "sh", c.mark] }),
     node_process: () => ({
       source: `${PRE}
         (async () => {
@@ -193,6 +214,7 @@ export const ATTACKS = [
 export const LEGIT = [
   {
     name: "node spawns node (spawn and fork)",
+    run_command: () => ({ argv: ["node", "-e", "const cp = require('child_process'); require('fs').writeFileSync('child.cjs', 'process.send ? process.send(6 * 7) : console.log(6 * 7)'); const spawned = cp.execFileSync(process.execPath, ['child.cjs'], { encoding: 'utf8' }).trim(); cp.fork('./child.cjs').on('message', (m) => console.log(spawned, m))"] }),
     node_process: () => ({
       source: `
         const cp = require("child_process");
@@ -204,6 +226,7 @@ export const LEGIT = [
   },
   {
     name: "create, rename and delete files and directories in the workspace",
+    run_command: () => ({ argv: ["sh", "-c", "mkdir -p a/b/c && echo one > a/b/c/f.txt && mv a/b/c/f.txt a/g.txt && mv a/b a/d && ln -s g.txt a/link && printf '%s %s ' \"$(cat a/link)\" \"$(ls a | tr '\\n' ',' | sed 's/,$//')\" && rm a/link && rmdir a/d/c && rm -r a && { test -e a && echo true || echo false; }"] }),
     node_process: () => ({
       source: `
         const fs = require("fs");
@@ -223,6 +246,7 @@ export const LEGIT = [
   },
   {
     name: "git init and commit in the workspace",
+    run_command: () => ({ argv: ["sh", "-c", "git init -q repo && echo hello > repo/a.txt && git -C repo add a.txt && git -C repo -c user.name=t -c user.email=t@example.com commit -q -m first && git -C repo log --format=%s"] }),
     node_process: () => ({
       source: `
         const cp = require("child_process"), fs = require("fs");
@@ -237,6 +261,7 @@ export const LEGIT = [
   },
   {
     name: "npm --version",
+    run_command: () => ({ argv: ["npm", "--version"] }),
     node_process: () => ({
       source: `console.log(require("child_process").execFileSync("npm", ["--version"], { encoding: "utf8" }).trim())`,
     }),

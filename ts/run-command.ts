@@ -5,6 +5,7 @@ import type { RunCommandOptions as NativeRunCommandOptions } from "../native/bin
 import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import type { CommandPolicy } from "./policy.js";
+import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -33,9 +34,11 @@ export interface RunCommandOutput {
   timeoutMs: number;
   /** Present when the requested timeout was above the maximum and was clamped. */
   note?: string;
+  /** What confined the command: see the README's sandbox section. */
+  sandbox: SandboxReport;
 }
 
-export interface RunCommandToolOptions extends CommandPolicy {
+export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions {
   /**
    * Names of host environment variables the command may see (read at call time; absent names
    * are skipped). Nothing else is inherited: the command gets PATH, a private HOME and TMPDIR,
@@ -179,6 +182,7 @@ function describe(
   tail: number,
   allow: string[] | undefined,
   deny: string[] | undefined,
+  sandbox: string,
 ): string {
   return [
     "Run a program inside the workspace and return its exit code and output.",
@@ -195,7 +199,8 @@ function describe(
     "A refused command is TOOL_ARGUMENTS_INVALID with COMMAND_REFUSED and a hint.",
     `The command gets an empty stdin, a private HOME and TMPDIR that are deleted afterwards, and only PATH plus the variables the host allows. It runs in its own process group; it must finish within ${timeoutMs} ms unless timeoutMs asks otherwise (at most ${maxTimeoutMs} ms): then everything it started is killed and the call fails with COMMAND_TIMEOUT (partial output in the error's details).`,
     `stdout and stderr arrive together in order in output; of long output the first ${head} and last ${tail} bytes are kept with "[N bytes omitted]" between (truncated, omittedBytes).`,
-    "A non-zero exit code is a normal result. Returns { exitCode, signal, output, truncated, omittedBytes, timedOut, durationMs, timeoutMs, note? }.",
+    sandbox,
+    "A non-zero exit code is a normal result. Returns { exitCode, signal, output, truncated, omittedBytes, timedOut, durationMs, timeoutMs, note?, sandbox }.",
   ].join(" ");
 }
 
@@ -220,6 +225,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
   const scratchDir = scratchParent(T, options.scratchDir, ws.canonical);
   const reaper = options.reaper ?? "auto";
   if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
+  const sandbox = sandboxOptions(T, options);
 
   const nativeOptions = (): NativeRunCommandOptions => ({
     denyCommands: deny,
@@ -232,6 +238,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     outputTailBytes: tail,
     scratchDir,
     reaper,
+    ...sandbox,
   });
   // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
   // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
@@ -244,7 +251,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
 
   return {
     name: "run_command",
-    description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny),
+    description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): RunCommandInput {
       checkSchema(parameters, input);
@@ -272,6 +279,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
         timedOut: r.timedOut!,
         durationMs: r.durationMs!,
         timeoutMs: r.timeoutMs!,
+        sandbox: toSandboxReport(r.sandbox!),
       };
       if (r.note != null) out.note = r.note;
       return out;

@@ -33,6 +33,7 @@ use crate::path::RelPath;
 use crate::policy::{self, Policy};
 use crate::process::{End, HeadTail, Reaper, RunOptions};
 use crate::root::Workspace;
+use crate::sandbox::{self, Access, Grant, Report, SandboxOptions};
 
 pub use launch::{Launch, WorkDir};
 pub use scratch::Scratch;
@@ -77,6 +78,8 @@ pub struct CommandOptions {
     pub reaper: Reaper,
     /// Called with the spec and the canonical root just before the spawn (confinement).
     pub prepare: Option<Prepare>,
+    /// OS confinement of the command ([`crate::sandbox`]); `auto` by default.
+    pub sandbox: SandboxOptions,
 }
 
 impl std::fmt::Debug for CommandOptions {
@@ -91,6 +94,7 @@ impl std::fmt::Debug for CommandOptions {
             .field("tail_bytes", &self.tail_bytes)
             .field("scratch_parent", &self.scratch_parent)
             .field("reaper", &self.reaper)
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }
@@ -109,6 +113,7 @@ impl CommandOptions {
             scratch_parent: std::env::temp_dir(),
             reaper: Reaper::Auto,
             prepare: None,
+            sandbox: SandboxOptions::default(),
         }
     }
 
@@ -135,6 +140,7 @@ impl CommandOptions {
         if self.path.as_encoded_bytes().contains(&0) {
             return Err("PATH contains a NUL character".into());
         }
+        self.sandbox.validate()?;
         launch::validate_env(&self.env)
     }
 }
@@ -194,6 +200,8 @@ pub struct CommandOutput {
     pub timeout_ms: u64,
     /// Said when the requested timeout was clamped.
     pub note: Option<String>,
+    /// What confined the command.
+    pub sandbox: Report,
 }
 
 impl CommandOutput {
@@ -207,6 +215,7 @@ impl CommandOutput {
             "timedOut": self.timed_out,
             "durationMs": self.duration_ms,
             "timeoutMs": self.timeout_ms,
+            "sandbox": self.sandbox.to_json(),
         });
         if let Some(note) = &self.note {
             v["note"] = serde_json::json!(note);
@@ -239,16 +248,24 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
     let workdir = launch::open_workdir(ws, checked.cwd.as_ref())?;
     let name = &req.argv[0];
     let program = find_command(name, &opts.path)?;
+    // "required" refuses here, before the scratch directory exists.
+    sandbox::require(&opts.sandbox)?;
     cancel.check()?;
 
     let scratch = Scratch::create(&scratch_parent)?;
+    // The program's directories, and the call's private HOME and TMPDIR.
+    let mut grants = sandbox::program_grants(&program);
+    grants.push(Grant::new(scratch.home(), Access::ReadWrite));
+    grants.push(Grant::new(scratch.tmp(), Access::ReadWrite));
+    let confinement = sandbox::prepare(&opts.sandbox, ws, &grants)?;
     let launch = Launch {
         program,
         arg0: name.into(),
         args: req.argv[1..].iter().map(OsString::from).collect(),
         env: launch::base_environment(&opts.path, &scratch, &opts.env),
     };
-    let spec = launch::spawn_spec(launch, &workdir);
+    let mut spec = launch::spawn_spec(launch, &workdir);
+    let report = confinement.apply(&mut spec);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let sink = HeadTail::new(opts.head_bytes, opts.tail_bytes);
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, sink).await;
@@ -269,6 +286,7 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
         duration_ms: finished.duration.as_millis() as u64,
         timeout_ms,
         note: checked.note,
+        sandbox: report,
     };
     match finished.end {
         End::Exited => Ok(output),

@@ -192,6 +192,21 @@ fn unavailable(missing: &[&str], features: &Features) -> Error {
         }))
 }
 
+/// In `required` mode, refuses with `SANDBOX_UNAVAILABLE` when a layer is missing here (what
+/// [`prepare`] also checks), for a tool that has an effect to avoid between the two.
+pub fn require(opts: &SandboxOptions) -> Result<()> {
+    if opts.mode != Mode::Required {
+        return Ok(());
+    }
+    let features = opts.features();
+    let missing = missing(&plan(opts, &features));
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(unavailable(&missing, &features))
+    }
+}
+
 /// Decides and prepares the confinement of one child of `ws`. `extra` are grants of the tool
 /// (its program's directories, a scratch directory...). In `required` mode, refuses with
 /// `SANDBOX_UNAVAILABLE` when a layer is missing. No effect on the workspace.

@@ -21,7 +21,7 @@
 //!   process outside it.
 //! - G ([`main_entry`]) mounts a `/proc` for the namespace with `hidepid=invisible` (mount events
 //!   flow from the host to the namespace, never back), enters a user namespace nested in C's
-//!   (same ids), applies Landlock and execs the program. Being PID 2, not 1, it gets signals as
+//!   (same ids), leads a process group of its own, applies Landlock and execs the program. Being PID 2, not 1, it gets signals as
 //!   any process does (`process.kill(process.pid, "SIGTERM")` kills it).
 //!
 //! C, I and G share the host's memory (`clone(CLONE_VM)`: copying a large host costs
@@ -156,6 +156,13 @@ pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
         let Some(exec) = args.exec else {
             sys::exit(if mounted { PROBE_WITH_PROC } else { PROBE_WITHOUT_PROC });
         };
+        // The program leads a process group of its own, as an unconfined child does (`setsid`
+        // and job-control shells look at that). The host's group kill still reaches C and I,
+        // and I's death ends it.
+        if let Err(e) = sys::setpgid_self() {
+            args.errno = e;
+            sys::exit(127);
+        }
         if args.ruleset >= 0 {
             let rule = if mounted { super::landlock::add_proc_rule(args.ruleset) } else { super::landlock::add_self_rule(args.ruleset) };
             if let Err(e) = rule.and_then(|()| super::landlock::restrict(args.ruleset)) {
