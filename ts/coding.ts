@@ -34,7 +34,10 @@ export interface ProcessToolDefaults {
   timeoutMs?: number;
   /** Allow network access from the processes (the sandbox blocks it by default). */
   network?: boolean;
-  /** The sandbox mode of the processes: `"auto"` (default), `"required"` or `"off"`. */
+  /**
+   * The sandbox mode of the processes: `"auto"` (default), `"required"` or `"off"`
+   * (node_process and run_command; run_tests is not sandboxed yet).
+   */
   sandbox?: "auto" | "required" | "off";
 }
 
