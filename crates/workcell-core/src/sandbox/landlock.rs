@@ -124,7 +124,7 @@ struct PathBeneathAttr {
 /// namespace, which shows only the call's own processes.
 ///
 /// # Safety
-/// Raw system calls on the stack only ([`super::sys`]); `ruleset` must be the descriptor
+/// Raw system calls on the stack only (`sandbox::sys`); `ruleset` must be the descriptor
 /// returned by [`build`].
 pub unsafe fn add_proc_rule(ruleset: RawFd) -> Result<(), i32> {
     add_read_rule(ruleset, c"/proc")

@@ -13,7 +13,7 @@
 //!
 //! The calling thread blocks every signal around the `clone`, so no handler of the host runs in
 //! the child before it has reset them all. The child only makes raw system calls
-//! ([`super::sys`]) on data the host prepared, and tells the host through a close-on-exec pipe
+//! (`sandbox::sys`) on data the host prepared, and tells the host through a close-on-exec pipe
 //! either nothing (end of file: the program runs) or the errno that kept it from running.
 //!
 //! Stacks are kept in a small pool: one in use by a C that waits for its program is reused once
@@ -165,11 +165,8 @@ impl Launcher for Launch {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(rustix::io::Errno::INTR) => {}
-                Err(e) => {
-                    got = 0;
-                    let _ = e;
-                    break;
-                }
+                // Not expected on a pipe of our own; C reports any failure by its exit status.
+                Err(_) => break,
             }
         }
         // From here on nobody reads `args`, `exec` or `cwd` (they live to the end of this
@@ -236,7 +233,8 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
         // Dies with the host (its parent thread is one of the host's runtime threads).
         let _ = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as usize);
         if sys::getppid() != a.host {
-            sys::exit(127);
+            // The thread that started this process is already gone.
+            fail(libc::ESRCH);
         }
         if let Err(e) = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS).and_then(|()| plan.write_maps()) {
             fail(e);

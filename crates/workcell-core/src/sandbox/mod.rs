@@ -7,8 +7,8 @@
 //!
 //! | layer | module | stops |
 //! |---|---|---|
-//! | Landlock (Linux 5.13+) | [`landlock`] | file access outside the workspace and the system directories; TCP connect/bind (ABI 4+); signals and abstract UNIX sockets leaving the sandbox (ABI 6+); ptrace and `/proc/<pid>/environ` of outside processes |
-//! | PID namespace (+ user namespace) | [`pidns`] | any process outliving the call (`setsid`, double fork); seeing or signalling the host's processes |
+//! | Landlock (Linux 5.13+) | [`landlock`] | file access outside the workspace, the system directories and the tool's grants (its program's directory, run_command's scratch HOME/TMPDIR); TCP connect/bind (ABI 4+); signals and abstract UNIX sockets leaving the sandbox (ABI 6+); `ptrace` attach to outside processes; other processes' `/proc` entries |
+//! | PID namespace in user namespaces | [`pidns`], [`launch`] | any process outliving the call (`setsid`, double fork); seeing, signalling or reading the memory and environment of the host's processes (a nested user namespace and a `hidepid` `/proc`) |
 //! | Node.js permission model (node_process) | [`node_permission`] | the script's own `fs` calls outside the workspace, on any OS |
 //!
 //! Without a PID namespace the process machinery still kills the call's process group and

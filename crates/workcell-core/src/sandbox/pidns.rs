@@ -36,7 +36,7 @@
 //! G; I's death takes the namespace with it.
 //!
 //! Everything here runs between clone and exec in processes that share the host's memory: raw
-//! system calls ([`super::sys`]) on data prepared by the host, no allocation, no `errno`.
+//! system calls (`sandbox::sys`) on data prepared by the host, no allocation, no `errno`.
 
 use std::os::fd::RawFd;
 
