@@ -5,23 +5,9 @@
 import { spawn } from "node:child_process";
 import { execa } from "execa";
 import { createRunCommandTool } from "../dist/index.js";
+import { interleaved } from "./lib.mjs";
 
 const ctx = { signal: new AbortController().signal };
-
-/** Median wall time (ms) of each function, sampled in rotating order so all see the same machine. */
-async function interleaved(fns, { iterations, warmup }) {
-  for (let i = 0; i < warmup; i++) for (const fn of fns) await fn();
-  const samples = fns.map(() => []);
-  for (let i = 0; i < iterations; i++) {
-    for (let k = 0; k < fns.length; k++) {
-      const j = (i + k) % fns.length;
-      const t0 = performance.now();
-      await fns[j]();
-      samples[j].push(performance.now() - t0);
-    }
-  }
-  return samples.map((s) => s.sort((x, y) => x - y)[Math.floor(s.length / 2)]);
-}
 
 function spawnTrue() {
   return new Promise((resolve, reject) => {

@@ -59,6 +59,24 @@ export async function throughput(fn, { concurrency = 64, durationMs = 3000 } = {
   return { callsPerSecond: calls / elapsed, loopDelayP99Us: p99 };
 }
 
+/**
+ * Median wall time (ms) of each function, sampled in rotating order (each round starts with the
+ * next one) so that all of them see the same machine.
+ */
+export async function interleaved(fns, { iterations, warmup }) {
+  for (let i = 0; i < warmup; i++) for (const fn of fns) await fn();
+  const samples = fns.map(() => []);
+  for (let i = 0; i < iterations; i++) {
+    for (let k = 0; k < fns.length; k++) {
+      const j = (i + k) % fns.length;
+      const t0 = performance.now();
+      await fns[j]();
+      samples[j].push(performance.now() - t0);
+    }
+  }
+  return samples.map((s) => s.sort((x, y) => x - y)[Math.floor(s.length / 2)]);
+}
+
 /** A temporary directory removed by `cleanup()`. */
 export async function tempDir(prefix = "workcell-bench-") {
   const dir = await realpath(await mkdtemp(join(tmpdir(), prefix)));
@@ -71,6 +89,7 @@ export function createReporter() {
     rows,
     latency,
     throughput,
+    interleaved,
     tempDir,
     /**
      * Records one comparison. `ratio` is subject/baseline for times (lower is better) or as

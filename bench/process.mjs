@@ -5,27 +5,9 @@ import { writeFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createNodeProcessTool } from "../dist/index.js";
+import { interleaved } from "./lib.mjs";
 
 const ctx = { signal: new AbortController().signal };
-
-/** Median wall time (ms) of `a` and `b`, sampled alternately so both see the same machine. */
-async function interleaved(a, b, { iterations, warmup }) {
-  for (let i = 0; i < warmup; i++) {
-    await a();
-    await b();
-  }
-  const sa = [];
-  const sb = [];
-  for (let i = 0; i < iterations; i++) {
-    for (const [fn, samples] of i % 2 === 0 ? [[a, sa], [b, sb]] : [[b, sb], [a, sa]]) {
-      const t0 = performance.now();
-      await fn();
-      samples.push(performance.now() - t0);
-    }
-  }
-  const median = (s) => s.sort((x, y) => x - y)[Math.floor(s.length / 2)];
-  return { a: median(sa), b: median(sb), n: iterations };
-}
 
 // The baseline gets the same environment as node_process (PATH only): an inherited variable
 // such as NODE_EXTRA_CA_CERTS changes Node's own start-up time and would skew the ratio.
@@ -63,11 +45,9 @@ export default async function (h) {
     const file = join(dir, "empty.cjs");
     await writeFile(file, "");
 
-    const spawnTimes = await interleaved(
-      () => tool.execute({ source: "" }, ctx),
-      () => childProcessRun([file]),
-      { iterations: 60, warmup: 5 },
-    );
+    const n = 60;
+    const [spawnOurs, spawnNode] = await interleaved([() => tool.execute({ source: "" }, ctx), () => childProcessRun([file])], { iterations: n, warmup: 5 });
+    const spawnTimes = { a: spawnOurs, b: spawnNode, n };
     h.row({
       name: "node_process empty script, median wall time",
       subject: "node_process",
@@ -80,11 +60,8 @@ export default async function (h) {
       pass: spawnTimes.a / spawnTimes.b <= 1.05,
       notes: `${spawnTimes.n} alternating samples each`,
     });
-    const inherited = await interleaved(
-      () => tool.execute({ source: "" }, ctx),
-      () => childProcessRun([file], process.env),
-      { iterations: 20, warmup: 2 },
-    );
+    const [inheritedOurs, inheritedNode] = await interleaved([() => tool.execute({ source: "" }, ctx), () => childProcessRun([file], process.env)], { iterations: 20, warmup: 2 });
+    const inherited = { a: inheritedOurs, b: inheritedNode };
     h.row({
       name: "node_process empty script vs spawn with the host's whole environment",
       subject: "node_process",

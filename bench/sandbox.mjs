@@ -1,24 +1,13 @@
 // The sandbox's cost: a confined node_process call (Landlock, PID and user namespaces with a
 // private /proc, Node's permission model) against the same call with the sandbox off, sampled
-// alternately in the same run. Plus each part on its own, for information.
-import { createNodeProcessTool, sandboxSupport } from "../dist/index.js";
+// alternately in the same run. Plus each part on its own, for information, and the same
+// comparison for run_command (["true"]) and run_tests (node --test on one passing test).
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createNodeProcessTool, createRunCommandTool, createRunTestsTool, sandboxSupport } from "../dist/index.js";
+import { interleaved } from "./lib.mjs";
 
 const ctx = { signal: new AbortController().signal };
-
-/** Median wall time (ms) of each function, sampled in rotating order so all see the same machine. */
-async function interleaved(fns, { iterations, warmup }) {
-  for (let i = 0; i < warmup; i++) for (const fn of fns) await fn();
-  const samples = fns.map(() => []);
-  for (let i = 0; i < iterations; i++) {
-    for (let k = 0; k < fns.length; k++) {
-      const j = (i + k) % fns.length;
-      const t0 = performance.now();
-      await fns[j]();
-      samples[j].push(performance.now() - t0);
-    }
-  }
-  return samples.map((s) => s.sort((x, y) => x - y)[Math.floor(s.length / 2)]);
-}
 
 export default async function (h) {
   const { dir, cleanup } = await h.tempDir();
@@ -73,6 +62,49 @@ export default async function (h) {
       target: "informational",
       pass: true,
       notes: "the rest of the difference to the first row is the namespaces (three processes, a private /proc)",
+    });
+
+    // run_command and run_tests: confined ("auto") vs "off", the same call alternately.
+    const command = (options) => {
+      const tool = createRunCommandTool(dir, { timeoutMs: 60_000, ...options });
+      return async () => {
+        const r = await tool.execute(tool.validate({ argv: ["true"] }), ctx);
+        if (r.exitCode !== 0) throw new Error("true failed");
+      };
+    };
+    const [cc, co] = await interleaved([command({}), command({ sandbox: "off" })], { iterations: 100, warmup: 10 });
+    h.row({
+      name: 'run_command ["true"], confined vs unconfined, median wall time',
+      subject: 'sandbox "auto"',
+      baseline: 'sandbox "off"',
+      unit: "ms",
+      subjectValue: cc,
+      baselineValue: co,
+      ratio: cc / co,
+      target: "<= 1.10",
+      pass: cc / co <= 1.1,
+      notes: "100 rotating samples each; the grants include the scratch HOME/TMPDIR and the program's directory",
+    });
+    await writeFile(join(dir, "one.test.mjs"), 'import { test } from "node:test";\ntest("one", () => {});\n');
+    const tests = (options) => {
+      const tool = createRunTestsTool(dir, { timeoutMs: 60_000, ...options });
+      return async () => {
+        const r = await tool.execute(tool.validate({ runner: "node", args: ["one.test.mjs"] }), ctx);
+        if (r.passed !== 1) throw new Error(`the test did not pass: ${r.report}`);
+      };
+    };
+    const [tc, to] = await interleaved([tests({}), tests({ sandbox: "off" })], { iterations: 30, warmup: 3 });
+    h.row({
+      name: "run_tests node runner, one passing test, confined vs unconfined, median wall time",
+      subject: 'sandbox "auto"',
+      baseline: 'sandbox "off"',
+      unit: "ms",
+      subjectValue: tc,
+      baselineValue: to,
+      ratio: tc / to,
+      target: "<= 1.10",
+      pass: tc / to <= 1.1,
+      notes: "30 rotating samples each; node --test starts a second Node.js for the file",
     });
   } finally {
     await cleanup();

@@ -313,6 +313,16 @@ export interface RunTestsOptions {
   /** Where the per-call scratch directories go. */
   scratchDir: string
   reaper?: string
+  /** `"auto"` (default), `"required"` or `"off"`. */
+  sandbox?: string
+  /** Let the tests use the network. */
+  network?: boolean
+  /** Canonical absolute paths the tests may also read. */
+  readPaths?: Array<string>
+  /** Canonical absolute paths the tests may also read and write. */
+  writePaths?: Array<string>
+  /** Simulate a system with fewer sandbox features. */
+  sandboxLimit?: SandboxFeatureLimit
 }
 
 export interface RunTestsResult {
@@ -326,6 +336,7 @@ export interface RunTestsResult {
   durationMs?: number
   timeoutMs?: number
   note?: string
+  sandbox?: SandboxReport
   error?: NativeError
 }
 

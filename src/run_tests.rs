@@ -11,6 +11,7 @@ use workcell_core::testrun::{self, TestsOptions, TestsOutput, TestsRequest};
 use crate::command::{policy_of, reaper_of};
 use crate::convert::{strict_string, throw, NativeError};
 use crate::process::EnvVar;
+use crate::sandbox::{SandboxFeatureLimit, SandboxReport};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
 /// The host's configuration of run_tests.
@@ -35,6 +36,16 @@ pub struct RunTestsOptions {
     /// Where the per-call scratch directories go.
     pub scratch_dir: String,
     pub reaper: Option<String>,
+    /// `"auto"` (default), `"required"` or `"off"`.
+    pub sandbox: Option<String>,
+    /// Let the tests use the network.
+    pub network: Option<bool>,
+    /// Canonical absolute paths the tests may also read.
+    pub read_paths: Option<Vec<String>>,
+    /// Canonical absolute paths the tests may also read and write.
+    pub write_paths: Option<Vec<String>>,
+    /// Simulate a system with fewer sandbox features.
+    pub sandbox_limit: Option<SandboxFeatureLimit>,
 }
 
 #[napi(object)]
@@ -56,6 +67,7 @@ pub struct RunTestsResult {
     pub duration_ms: Option<f64>,
     pub timeout_ms: Option<f64>,
     pub note: Option<String>,
+    pub sandbox: Option<SandboxReport>,
     pub error: Option<NativeError>,
 }
 
@@ -73,6 +85,7 @@ impl From<workcell_core::Result<TestsOutput>> for RunTestsResult {
                 duration_ms: Some(o.duration_ms as f64),
                 timeout_ms: Some(o.timeout_ms as f64),
                 note: o.note,
+                sandbox: Some(o.sandbox.into()),
                 error: None,
             },
             Err(e) => RunTestsResult {
@@ -86,6 +99,7 @@ impl From<workcell_core::Result<TestsOutput>> for RunTestsResult {
                 duration_ms: None,
                 timeout_ms: None,
                 note: None,
+                sandbox: None,
                 error: Some(e.into()),
             },
         }
@@ -108,6 +122,7 @@ fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     opts.go_mod_cache = o.go_mod_cache.map(Into::into);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
     opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
     Ok(opts)
 }

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ToolError, ToolRegistry, createCodingTools, createRunTestsTool, executeToolCall, isAbortError } from "../dist/index.js";
+import { ToolError, ToolRegistry, createCodingTools, createRunTestsTool, executeToolCall, isAbortError, sandboxSupport } from "../dist/index.js";
 import type { RunTestsOutput } from "../dist/index.js";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
 import { expectNoneAlive, marker, peakRssGrowth } from "./process-helpers.js";
@@ -20,6 +20,16 @@ const SECRET = "sk-workcell-test-secret-4f1c";
 const has = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
 const HAS_GO = has("go");
 const HAS_CARGO = has("cargo");
+// Every run below is confined ("auto"): the runners, their toolchains and the fixtures work in
+// the sandbox, and every result (and a timeout's or a failed start's details) says so.
+const features = sandboxSupport();
+const CONFINED = {
+  landlockAbi: features.landlockAbi,
+  filesystem: features.landlockAbi === null ? "open" : "confined",
+  network: (features.landlockAbi ?? 0) >= 4 ? "blocked" : "open",
+  processes: features.pidNamespace && features.userNamespace ? "namespace" : "group",
+  nodePermission: false,
+};
 
 type Files = Record<string, string>;
 
@@ -65,6 +75,10 @@ async function runTests(root: string, scratchDir: string, input: Record<string, 
     const text = JSON.stringify(outcome.output ?? { error: outcome.error?.toJSON?.() ?? String(outcome.error) });
     expect(text).not.toContain(SECRET);
     if (outcome.output) expect(Buffer.byteLength(outcome.output.report)).toBeLessThanOrEqual(8 * 1024);
+    if (outcome.output) expect(outcome.output.sandbox).toEqual(CONFINED);
+    const details = outcome.error?.details as { sandbox?: unknown } | undefined;
+    if (outcome.error?.code === "TESTS_TIMED_OUT") expect(details?.sandbox).toEqual(CONFINED);
+    if (details?.sandbox !== undefined) expect(details.sandbox).toEqual(CONFINED);
     return outcome;
   } finally {
     delete process.env.WC_MARK;

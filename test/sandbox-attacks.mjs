@@ -1,6 +1,6 @@
 // Hostile children for the sandbox, as a table: one row per attack, one request builder per
 // tool (node_process and run_command; a tool is one more entry in TOOLS and a builder per
-// row). Each row knows how to tell, from the host's side, whether the attack escaped, so every
+// row; run_tests runs run_command's rows from inside a node:test file). Each row knows how to tell, from the host's side, whether the attack escaped, so every
 // row runs with the sandbox off (it must escape: the test can fail) and on (it must not).
 //
 // Plain JavaScript so that the same table also runs in a separate, unprivileged host process
@@ -12,8 +12,42 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** How to create and call each tool. */
+// A node:test file that runs an argv and stores what it printed in the workspace: how run_tests
+// runs the run_command rows (the test process and what it starts are the runner's children).
+const hostileTest = (argv) => `import { test } from "node:test";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+test("hostile", () => {
+  const argv = ${JSON.stringify(argv)};
+  const r = spawnSync(argv[0], argv.slice(1), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  writeFileSync("hostile-output.json", JSON.stringify({ status: r.status, output: (r.stdout ?? "") + (r.stderr ?? "") + (r.error ? String(r.error) : "") }));
+});
+`;
+
+/** How to create and call each tool. `call(tool, request, ctx)` returns node_process's shape. */
 export const TOOLS = {
+  run_tests: {
+    create: (lib, root, options) => lib.createRunTestsTool(root, { timeoutMs: 20_000, ...options }),
+    call: async (tool, request, ctx) => {
+      const signal = new AbortController().signal;
+      await writeFile(join(ctx.root, "hostile.test.mjs"), hostileTest(request.argv));
+      const ran = () => {
+        try {
+          return JSON.parse(readFileSync(join(ctx.root, "hostile-output.json"), "utf8"));
+        } catch {
+          return { status: null, output: "" };
+        }
+      };
+      try {
+        const out = await tool.execute(tool.validate({ runner: "node", args: ["hostile.test.mjs"] }), { signal });
+        const r = ran();
+        return { ...out, exitCode: out.exitCode === 0 ? r.status : out.exitCode, stdout: r.output, stderr: out.failed ? out.report : "" };
+      } catch (err) {
+        if (err?.details) return { ...err.details, stdout: ran().output, stderr: err.details.output ?? "" };
+        throw err;
+      }
+    },
+  },
   run_command: {
     create: (lib, root, options) => lib.createRunCommandTool(root, { timeoutMs: 20_000, ...options }),
     call: async (tool, request) => {
@@ -269,6 +303,11 @@ export const LEGIT = [
   },
 ];
 
+// run_tests runs every run_command row from a test file.
+for (const row of [...ATTACKS, ...LEGIT]) {
+  if (row.run_command) row.run_tests = row.run_command;
+}
+
 /** Live processes whose environment or command line contains `mark`. */
 export function aliveWith(mark) {
   const found = [];
@@ -355,7 +394,7 @@ export async function runAttack(lib, toolName, attack, options) {
     const tool = TOOLS[toolName].create(lib, ctx.root, options);
     const request = attack[toolName](ctx);
     if (toolName === "node_process") request.arguments = [childContext(ctx)];
-    const output = await TOOLS[toolName].call(tool, request);
+    const output = await TOOLS[toolName].call(tool, request, ctx);
     const escaped = await attack.escaped(ctx, output);
     const leftovers = (await readdir(ctx.root)).filter((n) => n.startsWith(".workcell-"));
     return { escaped, output, leftovers };
@@ -369,7 +408,7 @@ export async function runLegit(lib, toolName, task, options) {
   const ctx = await setting();
   try {
     const tool = TOOLS[toolName].create(lib, ctx.root, options);
-    const output = await TOOLS[toolName].call(tool, task[toolName](ctx));
+    const output = await TOOLS[toolName].call(tool, task[toolName](ctx), ctx);
     return { ok: task.check(output), output };
   } finally {
     await ctx.close();

@@ -4,18 +4,20 @@
 // same table runs again in a host process started as `nobody`. Attacks on a layer this kernel
 // lacks are skipped, by name, from what the probe reports.
 import { spawnSync } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { existsSync, readdirSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 import * as lib from "../dist/index.js";
-import { ToolError, createCodingTools, createNodeProcessTool, executeToolCall, sandboxSupport, ToolRegistry } from "../dist/index.js";
+import { ToolError, createCodingTools, createNodeProcessTool, createRunTestsTool, executeToolCall, sandboxSupport, ToolRegistry } from "../dist/index.js";
 import { ATTACKS, LEGIT, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
 import { aliveWith, marker, scriptLeftovers } from "./process-helpers.js";
 
 const features = sandboxSupport();
 const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true };
+const HAS_CARGO = spawnSync("sh", ["-c", "command -v cargo"]).status === 0;
 
 describe.each(Object.keys(TOOLS))("%s: hostile children", (tool) => {
   test.each(ATTACKS.filter((a) => a[tool]).map((a) => [a.name, a] as const))("%s", async (_name, attack) => {
@@ -193,14 +195,23 @@ describe("sandbox modes and options", () => {
     expect(() => createNodeProcessTool(root, { readPaths: [join(parent, "f")] })).not.toThrow();
   });
 
-  test("createCodingTools passes the shared sandbox settings to node_process", async () => {
+  test("createCodingTools passes the shared sandbox settings to every tool that starts processes", async () => {
     const { root } = await tempWorkspace();
-    const tools = createCodingTools(root, { processes: { sandbox: "off", timeoutMs: 10_000 } });
-    const node = tools.find((t) => t.name === "node_process")!;
-    const out = (await node.execute({ source: "" }, ctx())) as { sandbox: unknown };
-    expect(out.sandbox).toMatchObject({ filesystem: "open", processes: "group" });
-    const net = createCodingTools(root, { processes: { network: true, timeoutMs: 10_000 } }).find((t) => t.name === "node_process")!;
-    expect(((await net.execute({ source: "" }, ctx())) as { sandbox: { network: string } }).sandbox.network).toBe("allowed");
+    await writeFile(join(root, "a.test.mjs"), 'import { test } from "node:test"; test("a", () => {});');
+    const requests: Record<string, unknown> = { node_process: { source: "" }, run_command: { argv: ["true"] }, run_tests: { runner: "node", args: ["a.test.mjs"] } };
+    const run = async (processes: object) => {
+      const reports: Record<string, unknown> = {};
+      for (const tool of createCodingTools(root, { processes: { timeoutMs: 10_000, ...processes } })) {
+        if (requests[tool.name]) reports[tool.name] = ((await tool.execute(tool.validate(requests[tool.name]), ctx())) as { sandbox: unknown }).sandbox;
+      }
+      return reports;
+    };
+    const off = await run({ sandbox: "off" });
+    expect(Object.keys(off).sort()).toEqual(["node_process", "run_command", "run_tests"]);
+    for (const report of Object.values(off)) expect(report).toMatchObject({ filesystem: "open", network: "open", processes: "group" });
+    for (const report of Object.values(await run({ network: true }))) {
+      expect(report).toMatchObject({ filesystem: "confined", network: "allowed", processes: "namespace" });
+    }
   });
 
   test("a timeout's details carry the sandbox report too", async () => {
@@ -239,4 +250,65 @@ describe("a host that dies", () => {
       for (const pid of alive) process.kill(pid, "SIGKILL");
     }
   }, 60_000);
+});
+
+describe("run_tests: the toolchain is readable, its secrets and caches are not writable", () => {
+  test('"required" on a kernel without Landlock refuses before the scratch directory or the runner exist', async () => {
+    const { root, parent } = await tempWorkspace();
+    const scratchDir = join(parent, "scratch");
+    await mkdir(scratchDir);
+    await writeFile(join(root, "a.test.mjs"), 'import { test } from "node:test"; import { writeFileSync } from "node:fs"; test("a", () => writeFileSync("ran", ""));');
+    const tool = createRunTestsTool(root, { scratchDir, sandbox: "required", sandboxFeatures: { landlockAbi: null } });
+    const err = (await tool.execute({ runner: "node", args: ["a.test.mjs"] }, ctx()).catch((e: unknown) => e)) as ToolError;
+    expect(err).toBeInstanceOf(ToolError);
+    expect(err.code).toBe("SANDBOX_UNAVAILABLE");
+    expect(existsSync(join(root, "ran"))).toBe(false);
+    expect(readdirSync(scratchDir)).toEqual([]);
+    const auto = createRunTestsTool(root, { scratchDir, sandboxFeatures: { landlockAbi: null } });
+    const out = await auto.execute({ runner: "node", args: ["a.test.mjs"] }, ctx());
+    expect(out.passed).toBe(1);
+    expect(out.sandbox).toMatchObject({ landlockAbi: null, filesystem: "open", processes: "namespace", nodePermission: false });
+  });
+
+  // A test run by cargo tries the user's registry token and the shared caches of CARGO_HOME (a
+  // stand-in with a canary token): without the sandbox it reads the token and plants files that
+  // the user's other builds would use; confined it reads only what cargo needs.
+  test.skipIf(!HAS_CARGO)("a cargo test cannot read CARGO_HOME's credentials or write into its registry and bin", async () => {
+    const { root, parent } = await tempWorkspace();
+    const cargoHome = join(parent, "cargo-home");
+    await mkdir(join(cargoHome, "registry", "src"), { recursive: true });
+    await mkdir(join(cargoHome, "bin"));
+    const token = `cio-${Math.random().toString(36).slice(2)}`;
+    await writeFile(join(cargoHome, "credentials.toml"), `[registry]\ntoken = "${token}"\n`);
+    await writeFile(join(cargoHome, "config.toml"), "# CONFIG-READABLE\n");
+    await writeFile(join(root, "Cargo.toml"), '[package]\nname = "reach"\nversion = "0.1.0"\nedition = "2021"\n');
+    await mkdir(join(root, "src"));
+    await writeFile(
+      join(root, "src", "lib.rs"),
+      `#[test]
+fn reach() {
+    let home = std::env::var("CARGO_HOME").unwrap();
+    let r = |p: &str| std::fs::read_to_string(format!("{home}/{p}")).unwrap_or_else(|e| format!("ERR {:?}", e.kind()));
+    let w = |p: &str| std::fs::write(format!("{home}/{p}"), "poison").map(|_| "WROTE".to_string()).unwrap_or_else(|e| format!("ERR {:?}", e.kind()));
+    panic!("REACH creds={} config={} registry={} bin={}", r("credentials.toml").trim(), r("config.toml").trim(), w("registry/src/poisoned.rs"), w("bin/cargo-evil"));
+}
+`,
+    );
+    const reach = async (sandbox: "off" | "auto") => {
+      const tool = createRunTestsTool(root, { cargoHome, sandbox, timeoutMs: 300_000 });
+      const out = await tool.execute({ runner: "cargo" }, ctx());
+      expect(out.failed, out.report).toBe(1);
+      return out.failures[0].output;
+    };
+    const open = await reach("off");
+    expect(open).toContain(token);
+    expect(open).toContain("registry=WROTE bin=WROTE");
+    expect(existsSync(join(cargoHome, "registry", "src", "poisoned.rs"))).toBe(true);
+    await import("node:fs/promises").then((f) => Promise.all([f.rm(join(cargoHome, "registry", "src", "poisoned.rs")), f.rm(join(cargoHome, "bin", "cargo-evil"))]));
+    const confined = await reach("auto");
+    expect(confined).not.toContain(token);
+    expect(confined).toContain("creds=ERR PermissionDenied config=# CONFIG-READABLE registry=ERR PermissionDenied bin=ERR PermissionDenied");
+    expect(readdirSync(join(cargoHome, "registry", "src"))).toEqual([]);
+    expect(readdirSync(join(cargoHome, "bin"))).toEqual([]);
+  }, 400_000);
 });

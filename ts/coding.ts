@@ -35,8 +35,8 @@ export interface ProcessToolDefaults {
   /** Allow network access from the processes (the sandbox blocks it by default). */
   network?: boolean;
   /**
-   * The sandbox mode of the processes: `"auto"` (default), `"required"` or `"off"`
-   * (node_process and run_command; run_tests is not sandboxed yet).
+   * The sandbox mode of the processes of node_process, run_command and run_tests: `"auto"`
+   * (default), `"required"` or `"off"`.
    */
   sandbox?: "auto" | "required" | "off";
 }

@@ -6,6 +6,7 @@ import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import type { CommandPolicy } from "./policy.js";
+import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -41,9 +42,17 @@ export interface RunTestsOutput {
   timeoutMs: number;
   /** Present when the requested timeout was above the maximum and was clamped. */
   note?: string;
+  /** What confined the runner: see the README's sandbox section. */
+  sandbox: SandboxReport;
 }
 
-export interface RunTestsToolOptions extends CommandPolicy {
+/**
+ * Options of run_tests. The sandbox options are run_command's; a confined runner may also read
+ * its toolchain: the Node.js that runs node and vitest, the Go installation and the host's Go
+ * caches, `rustupHome`, and `bin`, `registry`, `git` and the configuration of `cargoHome` (not
+ * its credentials).
+ */
+export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions {
   /** Names of host environment variables the tests may see (read at call time). */
   inheritEnv?: readonly string[];
   /** The runners' PATH (default: the host's PATH when the tool is created). */
@@ -96,14 +105,16 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
-function describe(timeoutMs: number, maxTimeoutMs: number): string {
+function describe(timeoutMs: number, maxTimeoutMs: number, sandbox: string): string {
   return [
     "Run the workspace's tests and get a short report: counts, build errors, each failing test's name and message, one result line per package or file.",
     "Passing tests' output is left out; the report is at most 8 KiB.",
     "runner picks the tool: vitest, node (node:test), go or cargo; the command is built by the tool with a machine-readable reporter, so args only select packages, files and tests.",
     `The run must end within ${timeoutMs} ms unless timeoutMs asks otherwise (at most ${maxTimeoutMs} ms); the runner itself gets a per-test timeout of three quarters of that, so a hanging test is usually reported by name as a failure. Past the deadline everything is killed and the call fails with TESTS_TIMED_OUT.`,
     "A runner that cannot start (not installed, broken configuration) fails with TEST_RUNNER_FAILED (or COMMAND_NOT_FOUND) and the runner's own error lines.",
-    "Tests run offline with a private HOME and TMPDIR and only PATH plus the variables the host allows. Failing tests are a normal result. Returns { report, passed, failed, skipped, failures, buildErrors, exitCode, durationMs, timeoutMs, note? }.",
+    "Tests run offline with a private HOME and TMPDIR and only PATH plus the variables the host allows.",
+    sandbox,
+    "Failing tests are a normal result. Returns { report, passed, failed, skipped, failures, buildErrors, exitCode, durationMs, timeoutMs, note?, sandbox }.",
   ].join(" ");
 }
 
@@ -145,6 +156,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
   const goCache = absoluteOption("goCache", options.goCache);
   const goModCache = absoluteOption("goModCache", options.goModCache);
   const scratchDir = scratchParent(T, options.scratchDir, ws.canonical);
+  const sandbox = sandboxOptions(T, options);
   const reaper = options.reaper ?? "auto";
   if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
 
@@ -169,6 +181,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     goModCache,
     scratchDir,
     reaper,
+    ...sandbox,
   });
   // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
   // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
@@ -181,7 +194,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
 
   return {
     name: "run_tests",
-    description: describe(timeoutMs, maxTimeoutMs),
+    description: describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): RunTestsInput {
       checkSchema(parameters, input);
@@ -209,6 +222,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         exitCode: r.exitCode ?? null,
         durationMs: r.durationMs!,
         timeoutMs: r.timeoutMs!,
+        sandbox: toSandboxReport(r.sandbox!),
       };
       if (r.note != null) out.note = r.note;
       return out;

@@ -22,10 +22,14 @@
 //! The process path is run_command's ([`crate::command::launch`]): no shell, the root as working
 //! directory, an environment built from nothing (PATH, a private HOME and TMPDIR, the caches in
 //! the scratch directory, go's offline settings, the names the host passes), one merged pipe
-//! parsed as it arrives ([`sink`]), the process group killed at the end.
+//! parsed as it arrives ([`sink`]), the process group killed at the end. The runner is confined
+//! by the sandbox as run_command's programs are ([`crate::sandbox`]), with the runner's
+//! toolchain readable ([`confine`]: the Go installation, the Rust toolchains, the registry
+//! cache, never the registry credentials); the report is the result's `sandbox`.
 
 pub mod args;
 pub mod cargo;
+pub mod confine;
 pub mod go;
 pub mod node;
 pub mod report;
@@ -45,6 +49,7 @@ use crate::node::Prepare;
 use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
 use crate::root::Workspace;
+use crate::sandbox::{self, Report, SandboxOptions};
 
 use report::{Cleaner, Failure, Summary};
 use sink::{LineSink, Parser};
@@ -118,6 +123,9 @@ pub struct TestsOptions {
     pub scratch_parent: PathBuf,
     pub reaper: Reaper,
     pub prepare: Option<Prepare>,
+    /// OS confinement of the runner ([`crate::sandbox`], grants in [`confine`]); `auto` by
+    /// default.
+    pub sandbox: SandboxOptions,
 }
 
 impl std::fmt::Debug for TestsOptions {
@@ -129,6 +137,7 @@ impl std::fmt::Debug for TestsOptions {
             .field("max_timeout", &self.max_timeout)
             .field("node_path", &self.node_path)
             .field("scratch_parent", &self.scratch_parent)
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }
@@ -149,6 +158,7 @@ impl TestsOptions {
             scratch_parent: std::env::temp_dir(),
             reaper: Reaper::Auto,
             prepare: None,
+            sandbox: SandboxOptions::default(),
         }
     }
 
@@ -174,6 +184,7 @@ impl TestsOptions {
         if self.path.as_encoded_bytes().contains(&0) {
             return Err("PATH contains a NUL character".into());
         }
+        self.sandbox.validate()?;
         launch::validate_env(&self.env)
     }
 }
@@ -212,6 +223,8 @@ pub struct TestsOutput {
     pub duration_ms: u64,
     pub timeout_ms: u64,
     pub note: Option<String>,
+    /// What confined the runner.
+    pub sandbox: Report,
 }
 
 impl TestsOutput {
@@ -237,6 +250,7 @@ impl TestsOutput {
             "exitCode": self.exit_code,
             "durationMs": self.duration_ms,
             "timeoutMs": self.timeout_ms,
+            "sandbox": self.sandbox.to_json(),
         });
         if let Some(note) = &self.note {
             v["note"] = serde_json::json!(note);
@@ -475,9 +489,12 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
     let outer_ms = checked.timeout.as_millis() as u64;
     let inner_ms = (outer_ms * 3 / 4).max(1);
     let prefix = random_prefix()?;
+    // "required" refuses here, before the scratch directory exists.
+    sandbox::require(&opts.sandbox)?;
 
     let scratch = Scratch::create(&scratch_parent)?;
     let plan = plan(runner, ws, req, opts, inner_ms, &scratch, &prefix)?;
+    let confinement = sandbox::prepare(&opts.sandbox, ws, &confine::runner_grants(runner, &plan.program, opts, &scratch))?;
     cancel.check()?;
     let cleaner = Cleaner::new(ws.canonical(), scratch.path());
     let parser = match runner {
@@ -487,7 +504,8 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
         Runner::Vitest => AnyParser::Vitest(vitest::VitestOutput::new(cleaner.clone())),
     };
     let launch = Launch { program: plan.program, arg0: plan.arg0, args: plan.args, env: environment(runner, opts, &scratch)? };
-    let spec = launch::spawn_spec(launch, &workdir);
+    let mut spec = launch::spawn_spec(launch, &workdir);
+    let confined = confinement.apply(&mut spec);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await;
     drop(workdir);
@@ -518,6 +536,7 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                     "output": report::cut(&own, 2 * 1024),
                     "timeoutMs": outer_ms,
                     "durationMs": duration_ms,
+                    "sandbox": confined.to_json(),
                 })))
         }
         End::Exited => {
@@ -540,7 +559,18 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                         _ => format!("{} ended without any output", runner.as_str()),
                     };
                 }
-                return Err(runner_failed(runner, message, status.code));
+                let mut err = runner_failed(runner, message, status.code);
+                if let Some(details) = err.details.as_mut() {
+                    details["sandbox"] = confined.to_json();
+                }
+                if confined.filesystem == sandbox::Filesystem::Confined {
+                    let hint = format!(
+                        "{} If its lines say a path outside the workspace was denied (EACCES, permission denied), the sandbox refused it: tell the user, who can grant it to this tool (readPaths).",
+                        err.hint.as_deref().unwrap_or_default()
+                    );
+                    err = err.with_hint(hint);
+                }
+                return Err(err);
             }
             let report = report::render(runner.as_str(), &summary, status.code, checked.note.as_deref());
             Ok(TestsOutput {
@@ -554,6 +584,7 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                 duration_ms,
                 timeout_ms: outer_ms,
                 note: checked.note,
+                sandbox: confined,
             })
         }
     }
