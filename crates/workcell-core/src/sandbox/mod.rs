@@ -7,7 +7,7 @@
 //!
 //! | layer | module | stops |
 //! |---|---|---|
-//! | Landlock (Linux 5.13+) | [`landlock`] | file access outside the workspace, the system directories and the tool's grants (its program's directory, run_command's scratch HOME/TMPDIR); TCP connect/bind (ABI 4+); signals and abstract UNIX sockets leaving the sandbox (ABI 6+); `ptrace` attach to outside processes; other processes' `/proc` entries |
+//! | Landlock (Linux 5.13+) | [`landlock`] | file access outside the workspace, the system directories and the tool's grants (its program's directory, run_command's and run_tests' scratch HOME/TMPDIR, run_tests' toolchain: [`crate::testrun::confine`]); TCP connect/bind (ABI 4+); signals and abstract UNIX sockets leaving the sandbox (ABI 6+); `ptrace` attach to outside processes; other processes' `/proc` entries |
 //! | PID namespace in user namespaces | [`pidns`], [`launch`] | any process outliving the call (`setsid`, double fork); seeing, signalling or reading the memory and environment of the host's processes (a nested user namespace and a `hidepid` `/proc`) |
 //! | Node.js permission model (node_process) | [`node_permission`] | the script's own `fs` calls outside the workspace, on any OS |
 //!
