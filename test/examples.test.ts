@@ -1,9 +1,9 @@
 // Every examples/*.mjs runs as a user runs it (`node examples/<file>.mjs` from the package root,
 // importing the package by its name): it must exit 0, print the lines that show it did its job,
 // and leave nothing in its temporary directory. A new example is picked up by the readdir below
-// and fails until it has an entry in EXPECTED.
+// and fails until it has an entry in EXPECTED and a line in README's Examples list.
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -70,7 +70,11 @@ function run(file: string, env: NodeJS.ProcessEnv) {
 }
 
 describe("examples", () => {
-  test("the directory has the examples the README lists", () => {
+  test("README's Examples list names exactly the files in examples/", async () => {
+    const readme = await readFile(join(PACKAGE, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("\nExamples"), readme.indexOf("\n## "));
+    const listed = [...section.matchAll(/^- `([\w.-]+\.mjs)`: /gm)].map((m) => m[1]).sort();
+    expect(listed).toEqual(EXAMPLES);
     expect(EXAMPLES).toEqual(expect.arrayContaining(["ai-sdk.mjs", "basic.mjs", "mcp-server.mjs", "sandbox.mjs"]));
   });
 
