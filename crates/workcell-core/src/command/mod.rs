@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
+use crate::host_config::{self, misconfigured, EnvNames};
 use crate::node::Prepare;
 use crate::path::RelPath;
 use crate::policy::{self, Policy};
@@ -87,7 +88,7 @@ impl std::fmt::Debug for CommandOptions {
         f.debug_struct("CommandOptions")
             .field("policy", &self.policy)
             .field("path", &self.path)
-            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("env", &EnvNames(&self.env))
             .field("timeout", &self.timeout)
             .field("max_timeout", &self.max_timeout)
             .field("head_bytes", &self.head_bytes)
@@ -119,29 +120,12 @@ impl CommandOptions {
 
     /// Checks the host's configuration (not the model's input).
     pub fn validate(&self) -> std::result::Result<(), String> {
-        if self.timeout.is_zero() || self.max_timeout.is_zero() {
-            return Err("timeoutMs and maxTimeoutMs must be positive numbers of milliseconds".into());
-        }
-        if self.timeout > self.max_timeout {
-            return Err(format!(
-                "timeoutMs ({} ms) is above maxTimeoutMs ({} ms)",
-                self.timeout.as_millis(),
-                self.max_timeout.as_millis()
-            ));
-        }
-        for (what, cap) in [("head", self.head_bytes), ("tail", self.tail_bytes)] {
-            if cap > MAX_OUTPUT_CAP {
-                return Err(format!("the output {what} must be at most {MAX_OUTPUT_CAP} bytes, got {cap}"));
-            }
-        }
+        host_config::check_timeouts(self.timeout, self.max_timeout)?;
+        host_config::check_output_caps(&[("output head", self.head_bytes), ("output tail", self.tail_bytes)], MAX_OUTPUT_CAP)?;
         if self.head_bytes + self.tail_bytes == 0 {
             return Err("the output head and tail cannot both be 0 bytes".into());
         }
-        if self.path.as_encoded_bytes().contains(&0) {
-            return Err("PATH contains a NUL character".into());
-        }
-        self.sandbox.validate()?;
-        launch::validate_env(&self.env)
+        host_config::check_launch(&self.path, &self.sandbox, &self.env)
     }
 }
 
@@ -304,10 +288,6 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
                 .with_details(output.to_json()))
         }
     }
-}
-
-pub(crate) fn misconfigured(message: String) -> Error {
-    Error::new(Code::IoError, message).with_hint("the tool is misconfigured; report this to the user")
 }
 
 #[cfg(test)]
