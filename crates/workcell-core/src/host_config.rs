@@ -84,6 +84,23 @@ impl fmt::Debug for EnvNames<'_> {
     }
 }
 
+/// `Debug` for a tool's options: the fields listed, in order (a `=> Wrapper` shows the field
+/// through `Wrapper(&field)`, e.g. [`EnvNames`]); the others (the `prepare` hook) are elided.
+macro_rules! debug_options {
+    ($ty:ident { $($field:ident $(=> $show:path)?),* $(,)? }) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &$crate::host_config::debug_options!(@show self.$field $(, $show)?)))*
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+    (@show $value:expr) => { $value };
+    (@show $value:expr, $show:path) => { $show(&$value) };
+}
+pub(crate) use debug_options;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +136,26 @@ mod tests {
         let env = vec![("TOKEN".to_string(), "secret-value".to_string())];
         let shown = format!("{:?}", EnvNames(&env));
         assert_eq!(shown, r#"["TOKEN"]"#);
+    }
+
+    #[test]
+    fn options_debug_lists_fields_and_hides_values() {
+        let env = vec![("TOKEN".to_string(), "secret-value".to_string())];
+        let mut c = crate::command::CommandOptions::new("/usr/bin");
+        c.env = env.clone();
+        let mut t = crate::testrun::TestsOptions::new("/usr/bin", "/usr/bin/node");
+        t.env = env.clone();
+        let mut n = crate::node::NodeOptions::new("/usr/bin/node");
+        n.env = env;
+        for (shown, name, first) in [
+            (format!("{c:?}"), "CommandOptions", "policy: "),
+            (format!("{t:?}"), "TestsOptions", "path: "),
+            (format!("{n:?}"), "NodeOptions", "exec_path: "),
+        ] {
+            assert!(shown.starts_with(&format!("{name} {{ {first}")), "{shown}");
+            assert!(shown.contains(r#"env: ["TOKEN"]"#) && shown.contains("sandbox: "), "{shown}");
+            assert!(!shown.contains("secret-value") && !shown.contains("prepare"), "{shown}");
+            assert!(shown.ends_with(", .. }"), "{shown}");
+        }
     }
 }

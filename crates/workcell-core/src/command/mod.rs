@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
-use crate::host_config::{self, misconfigured, EnvNames};
+use crate::host_config::{self, debug_options, misconfigured, EnvNames};
 use crate::node::Prepare;
 use crate::path::RelPath;
 use crate::policy::{self, Policy};
@@ -83,22 +83,9 @@ pub struct CommandOptions {
     pub sandbox: SandboxOptions,
 }
 
-impl std::fmt::Debug for CommandOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CommandOptions")
-            .field("policy", &self.policy)
-            .field("path", &self.path)
-            .field("env", &EnvNames(&self.env))
-            .field("timeout", &self.timeout)
-            .field("max_timeout", &self.max_timeout)
-            .field("head_bytes", &self.head_bytes)
-            .field("tail_bytes", &self.tail_bytes)
-            .field("scratch_parent", &self.scratch_parent)
-            .field("reaper", &self.reaper)
-            .field("sandbox", &self.sandbox)
-            .finish_non_exhaustive()
-    }
-}
+debug_options!(CommandOptions {
+    policy, path, env => EnvNames, timeout, max_timeout, head_bytes, tail_bytes, scratch_parent, reaper, sandbox,
+});
 
 impl CommandOptions {
     /// The defaults, with the child's PATH.

@@ -34,7 +34,7 @@ use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
-use crate::host_config::{self, misconfigured, EnvNames};
+use crate::host_config::{self, debug_options, misconfigured, EnvNames};
 use crate::process::{self, End, Head, HeadText, Reaper, RunOptions, SpawnSpec};
 use crate::root::Workspace;
 use crate::sandbox::{self, NodePermission, Report, SandboxOptions};
@@ -86,20 +86,9 @@ pub struct NodeOptions {
     pub node_permission: Option<NodePermission>,
 }
 
-impl std::fmt::Debug for NodeOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeOptions")
-            .field("exec_path", &self.exec_path)
-            .field("timeout", &self.timeout)
-            .field("max_stdout_bytes", &self.max_stdout_bytes)
-            .field("max_stderr_bytes", &self.max_stderr_bytes)
-            .field("env", &EnvNames(&self.env))
-            .field("reaper", &self.reaper)
-            .field("sandbox", &self.sandbox)
-            .field("node_permission", &self.node_permission)
-            .finish_non_exhaustive()
-    }
-}
+debug_options!(NodeOptions {
+    exec_path, timeout, max_stdout_bytes, max_stderr_bytes, env => EnvNames, reaper, sandbox, node_permission,
+});
 
 impl NodeOptions {
     /// The contract's defaults for `exec_path`.

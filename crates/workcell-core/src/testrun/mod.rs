@@ -45,7 +45,7 @@ use crate::cancel::Cancel;
 use crate::command::launch::{self, Launch};
 use crate::command::{effective_timeout, find_command, Scratch};
 use crate::error::{Code, Error, Reason, Result};
-use crate::host_config::{self, misconfigured, EnvNames};
+use crate::host_config::{self, debug_options, misconfigured, EnvNames};
 use crate::node::Prepare;
 use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
@@ -129,19 +129,7 @@ pub struct TestsOptions {
     pub sandbox: SandboxOptions,
 }
 
-impl std::fmt::Debug for TestsOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestsOptions")
-            .field("path", &self.path)
-            .field("env", &EnvNames(&self.env))
-            .field("timeout", &self.timeout)
-            .field("max_timeout", &self.max_timeout)
-            .field("node_path", &self.node_path)
-            .field("scratch_parent", &self.scratch_parent)
-            .field("sandbox", &self.sandbox)
-            .finish_non_exhaustive()
-    }
-}
+debug_options!(TestsOptions { path, env => EnvNames, timeout, max_timeout, node_path, scratch_parent, sandbox });
 
 impl TestsOptions {
     pub fn new(path: impl Into<OsString>, node_path: impl Into<PathBuf>) -> Self {
