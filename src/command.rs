@@ -1,17 +1,15 @@
 //! run_command.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
 use napi_derive::napi;
 use workcell_core::command::{self, CommandOptions, CommandOutput, CommandRequest};
-use workcell_core::policy::Policy;
-use workcell_core::process::Reaper;
 
 use crate::convert::{strict_string, throw, NativeError};
 use crate::process::EnvVar;
+use crate::process_tool::{env_of, policy_of, reaper_of, set_bytes, set_ms, spawn_call, validated};
 use crate::sandbox::{SandboxFeatureLimit, SandboxReport};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -47,6 +45,7 @@ pub struct RunCommandOptions {
 }
 
 #[napi(object)]
+#[derive(Default)]
 pub struct RunCommandResult {
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
@@ -77,60 +76,23 @@ impl From<workcell_core::Result<CommandOutput>> for RunCommandResult {
                 sandbox: Some(o.sandbox.into()),
                 error: None,
             },
-            Err(e) => RunCommandResult {
-                exit_code: None,
-                signal: None,
-                output: None,
-                truncated: None,
-                omitted_bytes: None,
-                timed_out: None,
-                duration_ms: None,
-                timeout_ms: None,
-                note: None,
-                sandbox: None,
-                error: Some(e.into()),
-            },
+            Err(e) => RunCommandResult { error: Some(e.into()), ..Default::default() },
         }
-    }
-}
-
-pub(crate) fn policy_of(deny: Option<Vec<String>>, allow: Option<Vec<String>>) -> Policy {
-    let mut policy = Policy::default();
-    if let Some(deny) = deny {
-        policy.deny_commands = deny;
-    }
-    policy.allow_commands = allow;
-    policy
-}
-
-pub(crate) fn reaper_of(r: Option<String>) -> napi::Result<Reaper> {
-    match r {
-        None => Ok(Reaper::Auto),
-        Some(r) => Reaper::parse(&r).ok_or_else(|| napi::Error::from_reason(format!("workcell: unknown reaper {r:?}"))),
     }
 }
 
 fn options(o: RunCommandOptions) -> napi::Result<CommandOptions> {
     let mut opts = CommandOptions::new(o.path);
     opts.policy = policy_of(o.deny_commands, o.allow_commands);
-    opts.env = o.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
-    if let Some(ms) = o.timeout_ms {
-        opts.timeout = Duration::from_millis(ms as u64);
-    }
-    if let Some(ms) = o.max_timeout_ms {
-        opts.max_timeout = Duration::from_millis(ms as u64);
-    }
-    if let Some(n) = o.output_head_bytes {
-        opts.head_bytes = n as usize;
-    }
-    if let Some(n) = o.output_tail_bytes {
-        opts.tail_bytes = n as usize;
-    }
+    opts.env = env_of(o.env);
+    set_ms(&mut opts.timeout, o.timeout_ms);
+    set_ms(&mut opts.max_timeout, o.max_timeout_ms);
+    set_bytes(&mut opts.head_bytes, o.output_head_bytes);
+    set_bytes(&mut opts.tail_bytes, o.output_tail_bytes);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
     opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
-    opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
-    Ok(opts)
+    validated(opts, CommandOptions::validate)
 }
 
 fn request(argv: Vec<Utf16String>, cwd: Option<Utf16String>, timeout_ms: Option<f64>) -> workcell_core::Result<CommandRequest> {
@@ -168,15 +130,9 @@ impl NativeWorkspace {
         cancel: Option<&CancelHandle>,
     ) -> napi::Result<PromiseRaw<'env, RunCommandResult>> {
         let opts = self::options(options)?;
-        let req = request(argv, cwd, timeout_ms);
-        let ws = Arc::clone(&self.ws);
-        let cancel = cancel_of(cancel);
-        env.spawn_future(async move {
-            let result = match req {
-                Ok(req) => command::run_command(&ws, &req, &opts, &cancel).await,
-                Err(e) => Err(e),
-            };
-            Ok(RunCommandResult::from(result))
+        let (ws, cancel) = (Arc::clone(&self.ws), cancel_of(cancel));
+        spawn_call(env, request(argv, cwd, timeout_ms), move |req| async move {
+            command::run_command(&ws, &req, &opts, &cancel).await
         })
     }
 }

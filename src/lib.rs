@@ -12,6 +12,7 @@ mod list;
 mod path;
 mod policy;
 mod process;
+mod process_tool;
 mod read;
 mod search;
 mod run_tests;

@@ -1,7 +1,6 @@
 //! node_process and the process machinery's diagnostics.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
@@ -10,6 +9,7 @@ use workcell_core::node::{self, NodeOptions, NodeOutput, NodeRequest};
 use workcell_core::process::Reaper;
 
 use crate::convert::{strict_string, throw, NativeError};
+use crate::process_tool::{env_of, reaper_of, set_bytes, set_ms, spawn_call, validated};
 use crate::sandbox::{NodePermissionSupport, SandboxFeatureLimit, SandboxReport};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -62,6 +62,7 @@ pub struct NodeProcessOptions {
 }
 
 #[napi(object)]
+#[derive(Default)]
 pub struct NodeProcessResult {
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
@@ -90,18 +91,7 @@ impl From<workcell_core::Result<NodeOutput>> for NodeProcessResult {
                 sandbox: Some(o.sandbox.into()),
                 error: None,
             },
-            Err(e) => NodeProcessResult {
-                exit_code: None,
-                signal: None,
-                stdout: None,
-                stderr: None,
-                stdout_truncated: None,
-                stderr_truncated: None,
-                timed_out: None,
-                duration_ms: None,
-                sandbox: None,
-                error: Some(e.into()),
-            },
+            Err(e) => NodeProcessResult { error: Some(e.into()), ..Default::default() },
         }
     }
 }
@@ -114,24 +104,15 @@ fn request(source: Utf16String, arguments: Vec<Utf16String>) -> workcell_core::R
 
 fn options(o: NodeProcessOptions) -> napi::Result<NodeOptions> {
     let mut opts = NodeOptions::new(o.exec_path);
-    if let Some(ms) = o.timeout_ms {
-        opts.timeout = Duration::from_millis(ms as u64);
-    }
-    if let Some(n) = o.max_stdout_bytes {
-        opts.max_stdout_bytes = n as usize;
-    }
-    if let Some(n) = o.max_stderr_bytes {
-        opts.max_stderr_bytes = n as usize;
-    }
+    set_ms(&mut opts.timeout, o.timeout_ms);
+    set_bytes(&mut opts.max_stdout_bytes, o.max_stdout_bytes);
+    set_bytes(&mut opts.max_stderr_bytes, o.max_stderr_bytes);
     opts.path = o.path.map(Into::into);
-    opts.env = o.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
-    if let Some(r) = o.reaper {
-        opts.reaper = Reaper::parse(&r).ok_or_else(|| napi::Error::from_reason(format!("workcell: unknown reaper {r:?}")))?;
-    }
+    opts.env = env_of(o.env);
+    opts.reaper = reaper_of(o.reaper)?;
     opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
     opts.node_permission = crate::sandbox::node_permission(o.node_permission);
-    opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
-    Ok(opts)
+    validated(opts, NodeOptions::validate)
 }
 
 #[napi]
@@ -157,15 +138,9 @@ impl NativeWorkspace {
         cancel: Option<&CancelHandle>,
     ) -> napi::Result<PromiseRaw<'env, NodeProcessResult>> {
         let opts = self::options(options)?;
-        let req = request(source, arguments);
-        let ws = Arc::clone(&self.ws);
-        let cancel = cancel_of(cancel);
-        env.spawn_future(async move {
-            let result = match req {
-                Ok(req) => node::node_process(&ws, &req, &opts, &cancel).await,
-                Err(e) => Err(e),
-            };
-            Ok(NodeProcessResult::from(result))
+        let (ws, cancel) = (Arc::clone(&self.ws), cancel_of(cancel));
+        spawn_call(env, request(source, arguments), move |req| async move {
+            node::node_process(&ws, &req, &opts, &cancel).await
         })
     }
 }

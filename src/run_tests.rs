@@ -1,16 +1,15 @@
 //! run_tests.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
 use napi_derive::napi;
 use workcell_core::testrun::{self, TestsOptions, TestsOutput, TestsRequest};
 
-use crate::command::{policy_of, reaper_of};
 use crate::convert::{strict_string, throw, NativeError};
 use crate::process::EnvVar;
+use crate::process_tool::{env_of, policy_of, reaper_of, set_ms, spawn_call, validated};
 use crate::sandbox::{SandboxFeatureLimit, SandboxReport};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -56,6 +55,7 @@ pub struct TestFailure {
 }
 
 #[napi(object)]
+#[derive(Default)]
 pub struct RunTestsResult {
     pub report: Option<String>,
     pub passed: Option<f64>,
@@ -88,20 +88,7 @@ impl From<workcell_core::Result<TestsOutput>> for RunTestsResult {
                 sandbox: Some(o.sandbox.into()),
                 error: None,
             },
-            Err(e) => RunTestsResult {
-                report: None,
-                passed: None,
-                failed: None,
-                skipped: None,
-                failures: None,
-                build_errors: None,
-                exit_code: None,
-                duration_ms: None,
-                timeout_ms: None,
-                note: None,
-                sandbox: None,
-                error: Some(e.into()),
-            },
+            Err(e) => RunTestsResult { error: Some(e.into()), ..Default::default() },
         }
     }
 }
@@ -109,13 +96,9 @@ impl From<workcell_core::Result<TestsOutput>> for RunTestsResult {
 fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     let mut opts = TestsOptions::new(o.path, o.node_path);
     opts.policy = policy_of(o.deny_commands, o.allow_commands);
-    opts.env = o.env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect();
-    if let Some(ms) = o.timeout_ms {
-        opts.timeout = Duration::from_millis(ms as u64);
-    }
-    if let Some(ms) = o.max_timeout_ms {
-        opts.max_timeout = Duration::from_millis(ms as u64);
-    }
+    opts.env = env_of(o.env);
+    set_ms(&mut opts.timeout, o.timeout_ms);
+    set_ms(&mut opts.max_timeout, o.max_timeout_ms);
     opts.cargo_home = o.cargo_home.map(Into::into);
     opts.rustup_home = o.rustup_home.map(Into::into);
     opts.go_cache = o.go_cache.map(Into::into);
@@ -123,8 +106,7 @@ fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
     opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
-    opts.validate().map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))?;
-    Ok(opts)
+    validated(opts, TestsOptions::validate)
 }
 
 fn request(runner: Utf16String, args: Vec<Utf16String>, timeout_ms: Option<f64>) -> workcell_core::Result<TestsRequest> {
@@ -155,15 +137,9 @@ impl NativeWorkspace {
         cancel: Option<&CancelHandle>,
     ) -> napi::Result<PromiseRaw<'env, RunTestsResult>> {
         let opts = self::options(options)?;
-        let req = request(runner, args, timeout_ms);
-        let ws = Arc::clone(&self.ws);
-        let cancel = cancel_of(cancel);
-        env.spawn_future(async move {
-            let result = match req {
-                Ok(req) => testrun::run_tests(&ws, &req, &opts, &cancel).await,
-                Err(e) => Err(e),
-            };
-            Ok(RunTestsResult::from(result))
+        let (ws, cancel) = (Arc::clone(&self.ws), cancel_of(cancel));
+        spawn_call(env, request(runner, args, timeout_ms), move |req| async move {
+            testrun::run_tests(&ws, &req, &opts, &cancel).await
         })
     }
 }

@@ -70,7 +70,7 @@ pub fn sandbox_features() -> SandboxFeatures {
 pub fn sandbox_grant_path(path: String) -> napi::Result<String> {
     sandbox::canonical_grant(&path)
         .map(|p| p.to_string_lossy().into_owned())
-        .map_err(|m| napi::Error::from_reason(format!("workcell: {m}")))
+        .map_err(crate::process_tool::host_error)
 }
 
 /// Builds the core's sandbox options from the host's.
@@ -83,7 +83,7 @@ pub(crate) fn options(
 ) -> napi::Result<SandboxOptions> {
     let mode = match mode {
         None => Mode::Auto,
-        Some(m) => Mode::parse(&m).ok_or_else(|| napi::Error::from_reason(format!("workcell: unknown sandbox mode {m:?}")))?,
+        Some(m) => Mode::parse(&m).ok_or_else(|| crate::process_tool::host_error(format_args!("unknown sandbox mode {m:?}")))?,
     };
     let limit = limit.map(|l| Features {
         landlock_abi: Some(l.landlock_abi.unwrap_or(u32::MAX)),

@@ -1,13 +1,11 @@
 // workcell/ai through the real AI SDK (ai@6): a mock language model issues tool calls and
 // generateText / streamText execute them through toAISDKTools.
-import { writeFile, mkdir, symlink } from "node:fs/promises";
-import { join } from "node:path";
 import { generateText, stepCountIs, streamText } from "ai";
 import { MockLanguageModelV3, convertArrayToReadableStream } from "ai/test";
 import { describe, expect, test } from "vitest";
 import { ToolCallError, toAISDKTools } from "workcell/ai";
-import { ToolError, createCodingTools, createReadTool, type Tool } from "../dist/index.js";
-import { tempWorkspace } from "./helpers.js";
+import { ToolError, createCodingTools, createReadTool } from "../dist/index.js";
+import { tempWorkspace, workspaceWithFile, waitingTool } from "./helpers.js";
 
 const usage = {
   inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
@@ -30,15 +28,6 @@ function textStep(text: string) {
 /** The tool message of a prompt the model received. */
 function toolMessages(prompt: readonly { role: string; content: unknown }[]): any[] {
   return prompt.filter((m) => m.role === "tool").flatMap((m) => m.content as any[]);
-}
-
-async function workspaceWithFile() {
-  const ws = await tempWorkspace();
-  await mkdir(join(ws.root, "src"));
-  await writeFile(join(ws.root, "src", "a.txt"), "alpha\n");
-  await writeFile(join(ws.parent, "secret.txt"), "TOP-SECRET-VALUE");
-  await symlink("../secret.txt", join(ws.root, "link"));
-  return ws;
 }
 
 describe("toAISDKTools", () => {
@@ -162,32 +151,18 @@ describe("toAISDKTools", () => {
   });
 
   test("cancellation: the SDK's abortSignal reaches the tool, execute rejects with an AbortError, generateText stops", async () => {
-    let toolSignal: AbortSignal | undefined;
-    let started!: () => void;
-    const running = new Promise<void>((r) => (started = r));
-    const slow: Tool<unknown, unknown> = {
-      name: "slow",
-      description: "waits until it is cancelled",
-      parameters: { type: "object", properties: {}, additionalProperties: false },
-      validate: (input) => input,
-      execute: (_input, { signal }) =>
-        new Promise((_resolve, reject) => {
-          toolSignal = signal;
-          started();
-          signal.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" })), { once: true });
-        }),
-    };
+    const slow = waitingTool();
     const model = new MockLanguageModelV3({ doGenerate: [toolCallStep("slow", {}), textStep("never reached")] });
     const controller = new AbortController();
-    const run = generateText({ model, tools: toAISDKTools([slow]), prompt: "x", stopWhen: stepCountIs(3), abortSignal: controller.signal });
-    await running;
+    const run = generateText({ model, tools: toAISDKTools([slow.tool]), prompt: "x", stopWhen: stepCountIs(3), abortSignal: controller.signal });
+    await slow.running;
     controller.abort();
     const err = await run.then(
       () => undefined,
       (e: unknown) => e,
     );
     expect((err as Error | undefined)?.name).toBe("AbortError");
-    expect(toolSignal?.aborted).toBe(true);
+    expect(slow.signal?.aborted).toBe(true);
     expect(model.doGenerateCalls).toHaveLength(1);
 
     // The adapter itself: an aborted call rejects with an AbortError, never a result or a ToolCallError.

@@ -1,14 +1,12 @@
 // workcell/mcp in process: the MCP SDK's own Client talks to createMcpServer over an in-memory
 // transport. (test/cli-mcp.test.ts does the same through the `workcell mcp` command over stdio.)
-import { mkdir, symlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, test } from "vitest";
 import { TOOL_ANNOTATIONS, createMcpServer } from "workcell/mcp";
 import { ToolRegistry, createCodingTools, createReadTool, type Tool } from "../dist/index.js";
-import { tempWorkspace } from "./helpers.js";
+import { workspaceWithFile } from "./helpers.js";
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -65,18 +63,9 @@ function slowTool() {
   return { tool, state };
 }
 
-async function workspace() {
-  const ws = await tempWorkspace();
-  await mkdir(join(ws.root, "src"));
-  await writeFile(join(ws.root, "src", "a.txt"), "alpha\n");
-  await writeFile(join(ws.parent, "secret.txt"), "TOP-SECRET-VALUE");
-  await symlink("../secret.txt", join(ws.root, "link"));
-  return ws;
-}
-
 describe("createMcpServer", () => {
   test("initialize: the server names itself and offers tools", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const client = await connect(createMcpServer(createCodingTools(root)));
     expect(client.getServerVersion()).toMatchObject({ name: "workcell", version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     expect(client.getServerCapabilities()?.tools).toBeDefined();
@@ -86,7 +75,7 @@ describe("createMcpServer", () => {
   });
 
   test("tools/list gives each tool's JSON Schema, description, title and annotations", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const coding = createCodingTools(root);
     const client = await connect(createMcpServer(new ToolRegistry(coding)));
     const { tools } = await client.listTools();
@@ -117,7 +106,7 @@ describe("createMcpServer", () => {
   });
 
   test("tools/call returns the output's JSON as text", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const client = await connect(createMcpServer(createCodingTools(root)));
     const result = await client.callTool({ name: "read_file", arguments: { path: "./src/a.txt" } });
     expect(result.isError).toBe(false);
@@ -125,7 +114,7 @@ describe("createMcpServer", () => {
   });
 
   test("refusals are isError results with the error JSON (code and hint), never protocol errors", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const client = await connect(createMcpServer(createCodingTools(root)));
     const cases: [unknown, string, string | undefined][] = [
       [{ path: "../secret.txt" }, "TOOL_ARGUMENTS_INVALID", "INVALID_RELATIVE_PATH"],
@@ -151,7 +140,7 @@ describe("createMcpServer", () => {
   });
 
   test("an unknown tool is the protocol error InvalidParams naming the tools there are", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const client = await connect(createMcpServer(createCodingTools(root)));
     const err = await client.callTool({ name: "rm_rf", arguments: {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(McpError);
@@ -191,7 +180,7 @@ describe("createMcpServer", () => {
   });
 
   test("calls run concurrently, each with its own signal", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const a = slowTool();
     const client = await connect(createMcpServer([a.tool, createReadTool(root)]));
     const controller = new AbortController();

@@ -1,13 +1,11 @@
 // workcell/pi through Pi's own agent: @mariozechner/pi-agent-core's Agent runs the tools that
 // pi-ai's faux provider (its scripted test model) asks for.
-import { mkdir, symlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { Agent, type AgentTool } from "@mariozechner/pi-agent-core";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider, type Context } from "@mariozechner/pi-ai";
 import { afterEach, describe, expect, test } from "vitest";
 import { ToolCallError, toPiTools } from "workcell/pi";
-import { createCodingTools, createReadTool, type Tool } from "../dist/index.js";
-import { tempWorkspace } from "./helpers.js";
+import { createCodingTools, createReadTool } from "../dist/index.js";
+import { tempWorkspace, workspaceWithFile, waitingTool } from "./helpers.js";
 
 const registrations: { unregister(): void }[] = [];
 afterEach(() => {
@@ -18,15 +16,6 @@ function faux() {
   const r = registerFauxProvider();
   registrations.push(r);
   return r;
-}
-
-async function workspace() {
-  const ws = await tempWorkspace();
-  await mkdir(join(ws.root, "src"));
-  await writeFile(join(ws.root, "src", "a.txt"), "alpha\n");
-  await writeFile(join(ws.parent, "secret.txt"), "TOP-SECRET-VALUE");
-  await symlink("../secret.txt", join(ws.root, "link"));
-  return ws;
 }
 
 function toolResults(agent: Agent): any[] {
@@ -47,7 +36,7 @@ describe("toPiTools", () => {
   });
 
   test("Pi's agent loop runs the model's tool call; the model reads the output JSON next turn", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const provider = faux();
     let seen: Context | undefined;
     provider.setResponses([
@@ -70,7 +59,7 @@ describe("toPiTools", () => {
   });
 
   test("refusals reach the model as error results with the code and hint", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const provider = faux();
     provider.setResponses([
       fauxAssistantMessage(
@@ -94,7 +83,7 @@ describe("toPiTools", () => {
   });
 
   test("execute resolves with content and details, throws ToolCallError, rejects with AbortError", async () => {
-    const { root } = await workspace();
+    const { root } = await workspaceWithFile();
     const [read] = toPiTools([createReadTool(root)]);
     await expect(read!.execute("c1", { path: "src/a.txt" })).resolves.toEqual({
       content: [{ type: "text", text: '{"path":"src/a.txt","content":"alpha\\n","bytes":6}' }],
@@ -109,30 +98,16 @@ describe("toPiTools", () => {
   });
 
   test("agent.abort() reaches the running tool's AbortSignal", async () => {
-    let toolSignal: AbortSignal | undefined;
-    let started!: () => void;
-    const running = new Promise<void>((r) => (started = r));
-    const slow: Tool<unknown, unknown> = {
-      name: "slow",
-      description: "waits until it is cancelled",
-      parameters: { type: "object", properties: {}, additionalProperties: false },
-      validate: (input) => input,
-      execute: (_input, { signal }) =>
-        new Promise((_resolve, reject) => {
-          toolSignal = signal;
-          started();
-          signal.addEventListener("abort", () => reject(Object.assign(new Error("aborted"), { name: "AbortError" })), { once: true });
-        }),
-    };
+    const slow = waitingTool();
     const provider = faux();
     provider.setResponses([fauxAssistantMessage(fauxToolCall("slow", {}, { id: "s" }), { stopReason: "toolUse" }), fauxAssistantMessage("never")]);
-    const agent = new Agent({ initialState: { model: provider.getModel(), tools: toPiTools([slow]) } });
+    const agent = new Agent({ initialState: { model: provider.getModel(), tools: toPiTools([slow.tool]) } });
     const run = agent.prompt("go");
-    await running;
-    expect(toolSignal!.aborted).toBe(false);
+    await slow.running;
+    expect(slow.signal!.aborted).toBe(false);
     agent.abort();
     await run;
-    expect(toolSignal!.aborted).toBe(true);
+    expect(slow.signal!.aborted).toBe(true);
     const [result] = toolResults(agent);
     expect(result).toMatchObject({ toolCallId: "s", isError: true });
   });

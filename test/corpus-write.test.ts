@@ -16,13 +16,13 @@
 // may remain, and a refused call leaves ROOT as it was.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, lstat, mkdir, readFile, readdir, readlink, symlink, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readFile, readlink, symlink, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, test } from "vitest";
 import { ToolError, createWriteTool, normalizePath } from "../dist/index.js";
-import { ctx, tempWorkspace } from "./helpers.js";
+import { ctx, tempWorkspace, walk } from "./helpers.js";
 
 interface SetupEntry {
   kind: "dir" | "file" | "symlink" | "socket" | "fifo";
@@ -111,20 +111,6 @@ async function plantCanaries(parent: string): Promise<void> {
   }
   await mkdir(join(parent, "CANARY_DIR"), { recursive: true });
   await writeFile(join(parent, "CANARY_DIR/target"), "canary dir\n");
-}
-
-/** Every path beneath `dir`, relative, sorted; never follows symlinks (Node 20's recursive readdir does). */
-async function walk(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  async function go(d: string, rel: string): Promise<void> {
-    for (const entry of await readdir(d, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${entry.name}` : entry.name;
-      out.push(r);
-      if (entry.isDirectory()) await go(join(d, entry.name), r);
-    }
-  }
-  await go(dir, "");
-  return out.sort();
 }
 
 /** Every entry beneath `dir` with its type, mode and content or link text; ROOT excluded on request. */

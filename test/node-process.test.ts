@@ -11,35 +11,13 @@ import {
   isAbortError,
 } from "../dist/index.js";
 import { binding } from "../dist/native.js";
-import { call, content, ctx, tempWorkspace } from "./helpers.js";
+import { call, content, ctx, invalid, rejection, tempWorkspace } from "./helpers.js";
 import { scriptLeftovers } from "./process-helpers.js";
 
 type NodeTool = ReturnType<typeof createNodeProcessTool>;
 
 async function run(tool: NodeTool, source: string, args?: string[], signal?: AbortSignal) {
   return tool.execute(tool.validate(args === undefined ? { source } : { source, arguments: args }), ctx(signal));
-}
-
-function invalid(fn: () => unknown): ToolError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(ToolError);
-  expect((caught as ToolError).code).toBe("TOOL_ARGUMENTS_INVALID");
-  expect((caught as ToolError).hint).toBeTruthy();
-  return caught as ToolError;
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (e: unknown) => e,
-  );
 }
 
 describe("node_process: running", () => {

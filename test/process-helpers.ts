@@ -2,7 +2,21 @@
 // nothing is left behind.
 import { randomBytes } from "node:crypto";
 import { readFileSync, readdirSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
 import { expect } from "vitest";
+import { tempWorkspace } from "./helpers.js";
+
+/**
+ * A workspace (ROOT in a temporary parent, removed after the test) and an empty scratch parent
+ * beside it, so the test can see what a call leaves there.
+ */
+export async function withScratch(): Promise<{ parent: string; root: string; scratchDir: string }> {
+  const ws = await tempWorkspace();
+  const scratchDir = join(ws.parent, "scratch");
+  await mkdir(scratchDir);
+  return { ...ws, scratchDir };
+}
 
 /** A unique string to put in a child's arguments or environment. */
 export function marker(): string {

@@ -3,19 +3,16 @@
 // (checked through /proc by a marker in the environment the host passes) and no scratch
 // directory behind.
 import { spawn } from "node:child_process";
-import { mkdir, readdir } from "node:fs/promises";
-import { join } from "node:path";
+import { readdir } from "node:fs/promises";
 import { describe, expect, test } from "vitest";
 import { ToolError, createRunCommandTool } from "../dist/index.js";
-import { ctx, tempWorkspace } from "./helpers.js";
-import { expectNoneAlive, marker, peakRssGrowth, zombieChildren } from "./process-helpers.js";
+import { ctx } from "./helpers.js";
+import { expectNoneAlive, marker, peakRssGrowth, withScratch, zombieChildren } from "./process-helpers.js";
 
 type RunTool = ReturnType<typeof createRunCommandTool>;
 
 async function setup(options: Parameters<typeof createRunCommandTool>[1] = {}) {
-  const { root, parent } = await tempWorkspace();
-  const scratchDir = join(parent, "scratch");
-  await mkdir(scratchDir);
+  const { root, scratchDir } = await withScratch();
   const tool = createRunCommandTool(root, { scratchDir, inheritEnv: ["WC_MARK"], ...options });
   return { root, scratchDir, tool };
 }

@@ -3,43 +3,14 @@ import { mkdir, readdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { ToolError, ToolRegistry, createCodingTools, createRunCommandTool, executeToolCall, isAbortError } from "../dist/index.js";
-import { call, content, ctx, tempWorkspace } from "./helpers.js";
+import { ToolRegistry, createCodingTools, createRunCommandTool, executeToolCall, isAbortError } from "../dist/index.js";
+import { call, content, ctx, invalid, rejection, tempWorkspace } from "./helpers.js";
+import { withScratch as setup } from "./process-helpers.js";
 
 type RunTool = ReturnType<typeof createRunCommandTool>;
 
 async function run(tool: RunTool, input: unknown, signal?: AbortSignal) {
   return tool.execute(tool.validate(input), ctx(signal));
-}
-
-function invalid(fn: () => unknown): ToolError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(ToolError);
-  expect((caught as ToolError).code).toBe("TOOL_ARGUMENTS_INVALID");
-  expect((caught as ToolError).hint).toBeTruthy();
-  return caught as ToolError;
-}
-
-async function rejection(p: Promise<unknown>): Promise<any> {
-  return p.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (e: unknown) => e,
-  );
-}
-
-/** A workspace plus a scratch parent beside it, so the test can see what is left there. */
-async function setup() {
-  const ws = await tempWorkspace();
-  const scratchDir = join(ws.parent, "scratch");
-  await mkdir(scratchDir);
-  return { ...ws, scratchDir };
 }
 
 describe("run_command: running", () => {

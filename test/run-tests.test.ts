@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ToolError, ToolRegistry, createCodingTools, createRunTestsTool, executeToolCall, isAbortError, sandboxSupport } from "../dist/index.js";
 import type { RunTestsOutput } from "../dist/index.js";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
-import { expectNoneAlive, marker, peakRssGrowth } from "./process-helpers.js";
+import { expectNoneAlive, marker, peakRssGrowth, withScratch } from "./process-helpers.js";
 
 const REPO = dirname(dirname(fileURLToPath(import.meta.url)));
 const SECRET = "sk-workcell-test-secret-4f1c";
@@ -42,11 +42,9 @@ async function writeFiles(root: string, files: Files) {
 
 /** A scratch parent beside the workspace, checked empty after each run. */
 async function project(files: Files) {
-  const ws = await tempWorkspace();
+  const ws = await withScratch();
   await writeFiles(ws.root, files);
-  const scratchDir = join(ws.parent, "scratch");
-  await mkdir(scratchDir);
-  return { ...ws, scratchDir };
+  return ws;
 }
 
 interface Outcome {

@@ -2,13 +2,13 @@
 // worker threads (true parallelism with the native writes); the crash test kills child
 // processes that import the built package.
 import { spawn } from "node:child_process";
-import { lstat, mkdir, readFile, readdir, readlink, symlink, unlink, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readFile, readlink, symlink, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { describe, expect, test } from "vitest";
 import { ToolError, createWriteTool } from "../dist/index.js";
-import { ctx, tempWorkspace } from "./helpers.js";
+import { ctx, tempWorkspace, walk } from "./helpers.js";
 
 /** Version `n` of the target: self-describing, so a torn or mixed read is detectable. */
 const versionSource = `function version(n) {
@@ -51,20 +51,6 @@ function startWorker(body: string, data: Record<string, unknown>): { stop: () =>
       return result;
     },
   };
-}
-
-/** Every path beneath `dir`, relative, sorted; never follows symlinks (Node 20's recursive readdir does). */
-async function walk(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  async function go(d: string, rel: string): Promise<void> {
-    for (const entry of await readdir(d, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${entry.name}` : entry.name;
-      out.push(r);
-      if (entry.isDirectory()) await go(join(d, entry.name), r);
-    }
-  }
-  await go(dir, "");
-  return out.sort();
 }
 
 /** Every entry beneath `dir` with its type and content or link text. */

@@ -11,7 +11,7 @@ import {
   executeToolCall,
   isAbortError,
 } from "../dist/index.js";
-import { call, content, ctx, tempWorkspace } from "./helpers.js";
+import { call, content, ctx, tempWorkspace, walk } from "./helpers.js";
 
 type WriteTool = ReturnType<typeof createWriteTool>;
 
@@ -23,20 +23,6 @@ async function writeErr(tool: WriteTool, input: unknown, { validate = true } = {
   );
   expect(err).toBeInstanceOf(ToolError);
   return err as ToolError;
-}
-
-/** Every path beneath `dir`, relative, sorted; never follows symlinks (Node 20's recursive readdir does). */
-async function walk(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  async function go(d: string, rel: string): Promise<void> {
-    for (const entry of await readdir(d, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${entry.name}` : entry.name;
-      out.push(r);
-      if (entry.isDirectory()) await go(join(d, entry.name), r);
-    }
-  }
-  await go(dir, "");
-  return out.sort();
 }
 
 /** Every entry beneath `dir` with its type, mode, size and content or link text. */

@@ -13,6 +13,7 @@
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
 //! - [`node`]: the `node_process` tool;
+//! - [`host_config`]: the host-configuration checks the three process tools share;
 //! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
 //! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test);
 //! - [`sandbox`]: OS confinement (Landlock, PID namespaces, Node's permission model) for every
@@ -24,6 +25,7 @@ pub mod edit;
 pub mod error;
 pub mod guard;
 pub mod hash;
+pub mod host_config;
 pub mod list;
 pub mod node;
 pub mod page;

@@ -1,70 +1,22 @@
 //! run_command end to end: real programs from PATH, hostile children, the environment and the
 //! scratch directory, cwd resolution, the policy before any effect.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use workcell_core::command::{run_command, CommandOptions, CommandOutput, CommandRequest};
-use workcell_core::{Cancel, Code, Error, Workspace};
+use workcell_core::{Cancel, Code, Error};
 
-const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+mod common;
+
+use common::{fixture, marker as random_marker, Fixture, PATH};
 
 fn marker() -> String {
-    use std::io::Read as _;
-    let mut b = [0u8; 8];
-    std::fs::File::open("/dev/urandom").unwrap().read_exact(&mut b).unwrap();
-    format!("wc-cmd-{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
-}
-
-/// Live (non-zombie) processes whose environment or command line contains `marker`.
-fn alive_with(marker: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
-            continue;
-        }
-        for file in ["environ", "cmdline"] {
-            let bytes = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
-            if bytes.windows(marker.len()).any(|w| w == marker.as_bytes()) {
-                found.push(pid);
-                break;
-            }
-        }
-    }
-    found
+    random_marker("wc-cmd")
 }
 
 fn assert_none_alive(marker: &str) {
-    let until = Instant::now() + Duration::from_secs(1);
-    loop {
-        let alive = alive_with(marker);
-        if alive.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < until, "processes from the run are still alive: {alive:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    scratch: PathBuf,
-    ws: Workspace,
-}
-
-/// A workspace at `<tmp>/ROOT` and a scratch parent at `<tmp>/scratch`, both empty.
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let root = base.join("ROOT");
-    let scratch = base.join("scratch");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::create_dir(&scratch).unwrap();
-    let ws = Workspace::open(&root).unwrap();
-    Fixture { _dir: dir, root, scratch, ws }
+    common::assert_none_alive(marker, Duration::from_secs(1));
 }
 
 impl Fixture {
@@ -98,7 +50,7 @@ impl Fixture {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_in_the_canonical_root_with_the_exit_code_as_data() {
-    let f = fixture();
+    let f = fixture(&[]);
     let o = f.options(&marker());
     let out = f.run(&["sh", "-c", "pwd; echo err >&2; exit 7"], &o).await.unwrap();
     assert_eq!(out.exit_code, Some(7));
@@ -110,7 +62,7 @@ async fn runs_in_the_canonical_root_with_the_exit_code_as_data() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cwd_is_resolved_beneath_the_root_to_its_canonical_path() {
-    let f = fixture();
+    let f = fixture(&[]);
     let o = f.options(&marker());
     std::fs::create_dir_all(f.root.join("pkg/app")).unwrap();
     std::os::unix::fs::symlink("pkg/app", f.root.join("alias")).unwrap();
@@ -139,7 +91,7 @@ async fn cwd_is_resolved_beneath_the_root_to_its_canonical_path() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_environment_is_built_from_nothing_with_a_private_home() {
-    let f = fixture();
+    let f = fixture(&[]);
     let mut o = f.options("m");
     o.env = vec![("ALLOWED".into(), "yes".into())];
     let out = f.run(&["sh", "-c", "env | sort; touch \"$HOME/h\" \"$TMPDIR/t\"; ls -ld \"$HOME/..\""], &o).await.unwrap();
@@ -164,7 +116,7 @@ async fn the_environment_is_built_from_nothing_with_a_private_home() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interleaved_stdout_and_stderr_keep_their_order() {
-    let f = fixture();
+    let f = fixture(&[]);
     let o = f.options(&marker());
     let script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo out$i; echo err$i >&2; done";
     let out = f.run(&["sh", "-c", script], &o).await.unwrap();
@@ -174,7 +126,7 @@ async fn interleaved_stdout_and_stderr_keep_their_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_output_keeps_head_and_tail_with_the_omission_said() {
-    let f = fixture();
+    let f = fixture(&[]);
     let mut o = f.options(&marker());
     o.head_bytes = 100;
     o.tail_bytes = 200;
@@ -190,7 +142,7 @@ async fn long_output_keeps_head_and_tail_with_the_omission_said() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_commands_settle_promptly_and_leave_nothing_alive() {
-    let f = fixture();
+    let f = fixture(&[]);
     let cases: [(&[&str], bool); 5] = [
         (&["sleep", "60"], true),
         (&["yes"], true),
@@ -221,7 +173,7 @@ async fn hostile_commands_settle_promptly_and_leave_nothing_alive() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_carries_the_partial_output() {
-    let f = fixture();
+    let f = fixture(&[]);
     let o = f.options(&marker());
     let e = f.run_in(&["sh", "-c", "echo before; sleep 30"], None, Some(300.0), &o, &Cancel::new()).await.unwrap_err();
     assert_eq!(e.code, Code::CommandTimeout);
@@ -233,7 +185,7 @@ async fn a_timeout_carries_the_partial_output() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requested_timeout_above_the_maximum_is_clamped_and_said() {
-    let f = fixture();
+    let f = fixture(&[]);
     let mut o = f.options(&marker());
     o.timeout = Duration::from_millis(200);
     o.max_timeout = Duration::from_millis(400);
@@ -250,7 +202,7 @@ async fn a_requested_timeout_above_the_maximum_is_clamped_and_said() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_kills_the_group_and_removes_the_scratch() {
-    let f = fixture();
+    let f = fixture(&[]);
     let mark = marker();
     let o = f.options(&mark);
     let cancel = Cancel::new();
@@ -269,7 +221,7 @@ async fn cancellation_kills_the_group_and_removes_the_scratch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_program_is_command_not_found_without_effects() {
-    let f = fixture();
+    let f = fixture(&[]);
     let o = f.options(&marker());
     let e = f.run(&["no-such-program-xyz", "arg"], &o).await.unwrap_err();
     assert_eq!(e.code, Code::CommandNotFound);
@@ -285,7 +237,7 @@ async fn a_missing_program_is_command_not_found_without_effects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_policy_refuses_before_any_effect() {
-    let f = fixture();
+    let f = fixture(&[]);
     let o = f.options(&marker());
     for argv in [
         vec!["sh", "-c", "touch made; sudo ls"],
@@ -310,7 +262,7 @@ async fn the_policy_refuses_before_any_effect() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn git_runs_inside_the_workspace() {
-    let f = fixture();
+    let f = fixture(&[]);
     let o = f.options(&marker());
     let out = f.run(&["sh", "-c", "git init -q && git status"], &o).await.unwrap();
     assert_eq!(out.exit_code, Some(0), "{}", out.output);
@@ -321,7 +273,7 @@ async fn git_runs_inside_the_workspace() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scratch_parent_inside_the_workspace_is_refused() {
-    let f = fixture();
+    let f = fixture(&[]);
     let mut o = f.options(&marker());
     std::fs::create_dir(f.root.join("tmp")).unwrap();
     o.scratch_parent = f.root.join("tmp");
@@ -336,7 +288,7 @@ async fn a_directory_swapped_for_a_symlink_after_resolution_does_not_move_the_ch
     use workcell_core::command::launch::{self, Launch};
     use workcell_core::command::Scratch;
     use workcell_core::process::{HeadTail, RunOptions};
-    let f = fixture();
+    let f = fixture(&[]);
     let outside = f.root.parent().unwrap().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::create_dir(f.root.join("a")).unwrap();

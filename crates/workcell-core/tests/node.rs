@@ -1,20 +1,15 @@
 //! node_process end to end with the real Node.js found on PATH.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use workcell_core::node::{node_process, NodeOptions, NodeRequest, SCRIPT_PREFIX};
 use workcell_core::process::Reaper;
 use workcell_core::{Cancel, Code, Workspace};
 
-fn node() -> PathBuf {
-    let path = std::env::var_os("PATH").expect("PATH is set");
-    std::env::split_paths(&path)
-        .map(|d| d.join("node"))
-        .find(|p| p.is_file())
-        .map(|p| std::fs::canonicalize(p).unwrap())
-        .expect("node is on PATH")
-}
+mod common;
+
+use common::node;
 
 fn req(source: &str, arguments: &[&str]) -> NodeRequest {
     NodeRequest { source: source.into(), arguments: arguments.iter().map(|s| s.to_string()).collect() }

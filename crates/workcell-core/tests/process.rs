@@ -7,50 +7,17 @@ use workcell_core::Cancel;
 
 const REAPERS: [Reaper; 2] = [Reaper::Pidfd, Reaper::Thread];
 
+mod common;
+
+use common::marker as random_marker;
+
 fn marker() -> String {
-    let mut b = [0u8; 8];
-    getrandom_fill(&mut b);
-    format!("wc-test-{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
-}
-
-fn getrandom_fill(b: &mut [u8]) {
-    use std::io::Read as _;
-    std::fs::File::open("/dev/urandom").unwrap().read_exact(b).unwrap();
-}
-
-/// Live (non-zombie) processes whose environment or command line contains `marker`.
-fn alive_with(marker: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
-            continue;
-        }
-        for file in ["environ", "cmdline"] {
-            let bytes = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
-            if bytes.windows(marker.len()).any(|w| w == marker.as_bytes()) {
-                found.push(pid);
-                break;
-            }
-        }
-    }
-    found
+    random_marker("wc-test")
 }
 
 /// Waits briefly for killed processes to disappear (SIGKILL delivery is asynchronous).
 fn assert_none_alive(marker: &str) {
-    let until = Instant::now() + Duration::from_secs(2);
-    loop {
-        let alive = alive_with(marker);
-        if alive.is_empty() {
-            return;
-        }
-        if Instant::now() > until {
-            panic!("processes from the run are still alive: {alive:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::assert_none_alive(marker, Duration::from_secs(2));
 }
 
 fn sh(script: &str, mark: &str) -> SpawnSpec {

@@ -5,41 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use workcell_core::testrun::{run_tests, TestsOptions, TestsRequest};
-use workcell_core::{Cancel, Code, Workspace};
+use workcell_core::{Cancel, Code};
 
-const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+mod common;
 
-fn node() -> PathBuf {
-    let path = std::env::var_os("PATH").expect("PATH is set");
-    std::env::split_paths(&path)
-        .map(|d| d.join("node"))
-        .find(|p| p.is_file())
-        .map(|p| std::fs::canonicalize(p).unwrap())
-        .expect("node is on PATH")
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    scratch: PathBuf,
-    ws: Workspace,
-}
-
-fn fixture(files: &[(&str, &str)]) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let root = base.join("ROOT");
-    let scratch = base.join("scratch");
-    std::fs::create_dir(&root).unwrap();
-    std::fs::create_dir(&scratch).unwrap();
-    for (name, text) in files {
-        let p = root.join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    let ws = Workspace::open(&root).unwrap();
-    Fixture { _dir: dir, root, scratch, ws }
-}
+use common::{fixture, node, Fixture, PATH};
 
 impl Fixture {
     fn options(&self) -> TestsOptions {

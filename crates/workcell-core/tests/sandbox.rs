@@ -10,6 +10,8 @@ use workcell_core::process::{self, Head, HeadText, RunOptions, SpawnSpec};
 use workcell_core::sandbox::{self, Features, Filesystem, Mode, Network, Processes, Report, SandboxOptions};
 use workcell_core::{Cancel, Workspace};
 
+mod common;
+
 struct Env {
     _dir: tempfile::TempDir,
     /// Stands for everything outside the workspace (`~/.ssh` and the like).
@@ -18,8 +20,7 @@ struct Env {
 }
 
 fn env() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (dir, base) = common::temp_base();
     let outside = base.join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("id_rsa"), "canary-secret\n").unwrap();
@@ -156,18 +157,7 @@ async fn a_setsid_grandchild_dies_with_the_call() {
 fn wait_for_alive(needle: &str, expect: bool) -> Vec<i32> {
     let until = Instant::now() + Duration::from_secs(1);
     loop {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
-                continue;
-            }
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            if environ.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                found.push(pid);
-            }
-        }
+        let found = common::pids_with(needle, &["environ"]);
         if found.is_empty() == !expect || Instant::now() > until {
             return found;
         }

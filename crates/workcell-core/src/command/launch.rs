@@ -107,18 +107,7 @@ pub fn base_environment(path: &OsStr, scratch: &Scratch, extra: &[(String, Strin
 
 /// Checks host-provided variables: valid names, no NUL, none of [`RESERVED_ENV`].
 pub fn validate_env(env: &[(String, String)]) -> std::result::Result<(), String> {
-    for (name, value) in env {
-        if name.is_empty() || name.contains(['=', '\0']) {
-            return Err(format!("environment variable name {name:?} is not valid (empty, or contains = or NUL)"));
-        }
-        if RESERVED_ENV.contains(&name.as_str()) {
-            return Err(format!("{name} is set by the tool itself (PATH through the path option; HOME and TMPDIR are private per call)"));
-        }
-        if value.contains('\0') {
-            return Err(format!("the value of environment variable {name} contains a NUL character"));
-        }
-    }
-    Ok(())
+    crate::host_config::check_env(env, RESERVED_ENV)
 }
 
 /// What to start.

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
+use crate::host_config::{self, debug_options, misconfigured, EnvNames};
 use crate::node::Prepare;
 use crate::path::RelPath;
 use crate::policy::{self, Policy};
@@ -82,22 +83,9 @@ pub struct CommandOptions {
     pub sandbox: SandboxOptions,
 }
 
-impl std::fmt::Debug for CommandOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CommandOptions")
-            .field("policy", &self.policy)
-            .field("path", &self.path)
-            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
-            .field("timeout", &self.timeout)
-            .field("max_timeout", &self.max_timeout)
-            .field("head_bytes", &self.head_bytes)
-            .field("tail_bytes", &self.tail_bytes)
-            .field("scratch_parent", &self.scratch_parent)
-            .field("reaper", &self.reaper)
-            .field("sandbox", &self.sandbox)
-            .finish_non_exhaustive()
-    }
-}
+debug_options!(CommandOptions {
+    policy, path, env => EnvNames, timeout, max_timeout, head_bytes, tail_bytes, scratch_parent, reaper, sandbox,
+});
 
 impl CommandOptions {
     /// The defaults, with the child's PATH.
@@ -119,29 +107,12 @@ impl CommandOptions {
 
     /// Checks the host's configuration (not the model's input).
     pub fn validate(&self) -> std::result::Result<(), String> {
-        if self.timeout.is_zero() || self.max_timeout.is_zero() {
-            return Err("timeoutMs and maxTimeoutMs must be positive numbers of milliseconds".into());
-        }
-        if self.timeout > self.max_timeout {
-            return Err(format!(
-                "timeoutMs ({} ms) is above maxTimeoutMs ({} ms)",
-                self.timeout.as_millis(),
-                self.max_timeout.as_millis()
-            ));
-        }
-        for (what, cap) in [("head", self.head_bytes), ("tail", self.tail_bytes)] {
-            if cap > MAX_OUTPUT_CAP {
-                return Err(format!("the output {what} must be at most {MAX_OUTPUT_CAP} bytes, got {cap}"));
-            }
-        }
+        host_config::check_timeouts(self.timeout, self.max_timeout)?;
+        host_config::check_output_caps(&[("output head", self.head_bytes), ("output tail", self.tail_bytes)], MAX_OUTPUT_CAP)?;
         if self.head_bytes + self.tail_bytes == 0 {
             return Err("the output head and tail cannot both be 0 bytes".into());
         }
-        if self.path.as_encoded_bytes().contains(&0) {
-            return Err("PATH contains a NUL character".into());
-        }
-        self.sandbox.validate()?;
-        launch::validate_env(&self.env)
+        host_config::check_launch(&self.path, &self.sandbox, &self.env)
     }
 }
 
@@ -304,10 +275,6 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
                 .with_details(output.to_json()))
         }
     }
-}
-
-pub(crate) fn misconfigured(message: String) -> Error {
-    Error::new(Code::IoError, message).with_hint("the tool is misconfigured; report this to the user")
 }
 
 #[cfg(test)]

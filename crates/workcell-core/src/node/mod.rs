@@ -34,6 +34,7 @@ use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
+use crate::host_config::{self, debug_options, misconfigured, EnvNames};
 use crate::process::{self, End, Head, HeadText, Reaper, RunOptions, SpawnSpec};
 use crate::root::Workspace;
 use crate::sandbox::{self, NodePermission, Report, SandboxOptions};
@@ -85,20 +86,9 @@ pub struct NodeOptions {
     pub node_permission: Option<NodePermission>,
 }
 
-impl std::fmt::Debug for NodeOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeOptions")
-            .field("exec_path", &self.exec_path)
-            .field("timeout", &self.timeout)
-            .field("max_stdout_bytes", &self.max_stdout_bytes)
-            .field("max_stderr_bytes", &self.max_stderr_bytes)
-            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
-            .field("reaper", &self.reaper)
-            .field("sandbox", &self.sandbox)
-            .field("node_permission", &self.node_permission)
-            .finish_non_exhaustive()
-    }
-}
+debug_options!(NodeOptions {
+    exec_path, timeout, max_stdout_bytes, max_stderr_bytes, env => EnvNames, reaper, sandbox, node_permission,
+});
 
 impl NodeOptions {
     /// The contract's defaults for `exec_path`.
@@ -126,23 +116,11 @@ impl NodeOptions {
         if self.timeout.is_zero() {
             return Err("timeoutMs must be a positive number of milliseconds".into());
         }
-        for (what, cap) in [("stdout", self.max_stdout_bytes), ("stderr", self.max_stderr_bytes)] {
-            if cap > MAX_OUTPUT_CAP {
-                return Err(format!("the {what} cap must be at most {MAX_OUTPUT_CAP} bytes, got {cap}"));
-            }
-        }
-        for (name, value) in &self.env {
-            if name.is_empty() || name.contains(['=', '\0']) {
-                return Err(format!("environment variable name {name:?} is not valid (empty, or contains = or NUL)"));
-            }
-            if value.contains('\0') {
-                return Err(format!("the value of environment variable {name} contains a NUL character"));
-            }
-        }
+        host_config::check_output_caps(&[("stdout cap", self.max_stdout_bytes), ("stderr cap", self.max_stderr_bytes)], MAX_OUTPUT_CAP)?;
+        // PATH may be overridden here: no reserved names.
+        host_config::check_env(&self.env, &[])?;
         if let Some(path) = &self.path {
-            if path.as_encoded_bytes().contains(&0) {
-                return Err("PATH contains a NUL character".into());
-            }
+            host_config::check_path(path)?;
         }
         self.sandbox.validate()?;
         if let Some(np) = &self.node_permission {
@@ -251,7 +229,7 @@ fn environment(opts: &NodeOptions) -> Vec<(OsString, OsString)> {
 /// with the partial output in its details; cancellation is the cancelled error.
 pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions, cancel: &Cancel) -> Result<NodeOutput> {
     cancel.check()?;
-    opts.validate().map_err(|m| Error::new(Code::IoError, m).with_hint("the tool is misconfigured; report this to the user"))?;
+    opts.validate().map_err(misconfigured)?;
     check_request(req, &opts.exec_path, ws.canonical())?;
     ws.check()?;
     // Refuses ("required" mode) before any effect.

@@ -211,7 +211,7 @@ pub fn require(opts: &SandboxOptions) -> Result<()> {
 /// (its program's directories, a scratch directory...). In `required` mode, refuses with
 /// `SANDBOX_UNAVAILABLE` when a layer is missing. No effect on the workspace.
 pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result<Confinement> {
-    opts.validate().map_err(|m| Error::new(Code::IoError, m).with_hint("the tool is misconfigured; report this to the user"))?;
+    opts.validate().map_err(crate::host_config::misconfigured)?;
     let features = opts.features();
     let report = plan(opts, &features);
     if opts.mode == Mode::Required {

@@ -43,8 +43,9 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 use crate::command::launch::{self, Launch};
-use crate::command::{effective_timeout, find_command, misconfigured, Scratch};
+use crate::command::{effective_timeout, find_command, Scratch};
 use crate::error::{Code, Error, Reason, Result};
+use crate::host_config::{self, debug_options, misconfigured, EnvNames};
 use crate::node::Prepare;
 use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
@@ -128,19 +129,7 @@ pub struct TestsOptions {
     pub sandbox: SandboxOptions,
 }
 
-impl std::fmt::Debug for TestsOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestsOptions")
-            .field("path", &self.path)
-            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
-            .field("timeout", &self.timeout)
-            .field("max_timeout", &self.max_timeout)
-            .field("node_path", &self.node_path)
-            .field("scratch_parent", &self.scratch_parent)
-            .field("sandbox", &self.sandbox)
-            .finish_non_exhaustive()
-    }
-}
+debug_options!(TestsOptions { path, env => EnvNames, timeout, max_timeout, node_path, scratch_parent, sandbox });
 
 impl TestsOptions {
     pub fn new(path: impl Into<OsString>, node_path: impl Into<PathBuf>) -> Self {
@@ -163,16 +152,7 @@ impl TestsOptions {
     }
 
     pub fn validate(&self) -> std::result::Result<(), String> {
-        if self.timeout.is_zero() || self.max_timeout.is_zero() {
-            return Err("timeoutMs and maxTimeoutMs must be positive numbers of milliseconds".into());
-        }
-        if self.timeout > self.max_timeout {
-            return Err(format!(
-                "timeoutMs ({} ms) is above maxTimeoutMs ({} ms)",
-                self.timeout.as_millis(),
-                self.max_timeout.as_millis()
-            ));
-        }
+        host_config::check_timeouts(self.timeout, self.max_timeout)?;
         if !self.node_path.is_absolute() {
             return Err(format!("nodePath must be an absolute path, got {}", self.node_path.display()));
         }
@@ -181,11 +161,7 @@ impl TestsOptions {
                 return Err(format!("{what} must be an absolute path"));
             }
         }
-        if self.path.as_encoded_bytes().contains(&0) {
-            return Err("PATH contains a NUL character".into());
-        }
-        self.sandbox.validate()?;
-        launch::validate_env(&self.env)
+        host_config::check_launch(&self.path, &self.sandbox, &self.env)
     }
 }
 

@@ -1,0 +1,81 @@
+//! What the bindings of the three process tools (run_command, run_tests, node_process) share:
+//! the conversion of the host's options into the core's, and the start of a call that resolves
+//! to its result object.
+
+use std::future::Future;
+use std::time::Duration;
+
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::Env;
+use workcell_core::policy::Policy;
+use workcell_core::process::Reaper;
+
+use crate::process::EnvVar;
+
+/// An error for the host (a thrown `Error` whose message starts with `workcell: `).
+pub(crate) fn host_error(message: impl std::fmt::Display) -> napi::Error {
+    napi::Error::from_reason(format!("workcell: {message}"))
+}
+
+/// The core's answer to `validate()`, as a host error.
+pub(crate) fn validated<T>(opts: T, validate: impl FnOnce(&T) -> Result<(), String>) -> napi::Result<T> {
+    validate(&opts).map_err(host_error)?;
+    Ok(opts)
+}
+
+pub(crate) fn policy_of(deny: Option<Vec<String>>, allow: Option<Vec<String>>) -> Policy {
+    let mut policy = Policy::default();
+    if let Some(deny) = deny {
+        policy.deny_commands = deny;
+    }
+    policy.allow_commands = allow;
+    policy
+}
+
+pub(crate) fn reaper_of(r: Option<String>) -> napi::Result<Reaper> {
+    match r {
+        None => Ok(Reaper::Auto),
+        Some(r) => Reaper::parse(&r).ok_or_else(|| host_error(format_args!("unknown reaper {r:?}"))),
+    }
+}
+
+/// The host's variables, by name and value, in their order.
+pub(crate) fn env_of(env: Option<Vec<EnvVar>>) -> Vec<(String, String)> {
+    env.unwrap_or_default().into_iter().map(|v| (v.name, v.value)).collect()
+}
+
+/// Sets `target` to `ms` milliseconds when the host gave a value.
+pub(crate) fn set_ms(target: &mut Duration, ms: Option<u32>) {
+    if let Some(ms) = ms {
+        *target = Duration::from_millis(ms as u64);
+    }
+}
+
+/// Sets `target` to `n` bytes when the host gave a value.
+pub(crate) fn set_bytes(target: &mut usize, n: Option<u32>) {
+    if let Some(n) = n {
+        *target = n as usize;
+    }
+}
+
+/// Runs a checked request on tokio and resolves to its result object (`{ error }` for a tool
+/// error, a request refused by the conversion included): the promise never rejects for a tool
+/// error.
+pub(crate) fn spawn_call<'env, Req, Out, R, Fut>(
+    env: &'env Env,
+    req: workcell_core::Result<Req>,
+    run: impl FnOnce(Req) -> Fut,
+) -> napi::Result<PromiseRaw<'env, R>>
+where
+    Fut: Future<Output = workcell_core::Result<Out>> + Send + 'static,
+    R: From<workcell_core::Result<Out>> + ToNapiValue + Send + 'static,
+{
+    let call = req.map(run);
+    env.spawn_future(async move {
+        let result = match call {
+            Ok(call) => call.await,
+            Err(e) => Err(e),
+        };
+        Ok(R::from(result))
+    })
+}
