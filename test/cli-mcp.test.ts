@@ -64,8 +64,8 @@ async function start(args: string[]) {
   return { client, transport, stderr: () => stderr };
 }
 
-function text(result: { content: unknown }): string {
-  const content = result.content as { type: string; text: string }[];
+function text(result: object): string {
+  const content = (result as { content: { type: string; text: string }[] }).content;
   expect(content).toHaveLength(1);
   expect(content[0]!.type).toBe("text");
   return content[0]!.text;

@@ -1,4 +1,4 @@
-import { mkdir, mkfifo, rename, symlink, writeFile, rm, truncate } from "node:fs/promises";
+import { mkdir, rename, symlink, writeFile, rm, truncate } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";

@@ -354,6 +354,7 @@ export async function setting() {
     s.destroy();
   });
   await new Promise((r) => unix.listen({ path: `\0${abstract}` }, r));
+  const onSignal = () => ctx.signals++;
   const ctx = {
     parent,
     root,
@@ -366,15 +367,14 @@ export async function setting() {
     hostPid: process.pid,
     mark: `wc-mark-${randomBytes(8).toString("hex")}`,
     environHash: createHash("sha256").update(readFileSync("/proc/self/environ", "latin1"), "latin1").digest("hex"),
+    close: async () => {
+      process.off("SIGWINCH", onSignal);
+      await new Promise((r) => tcp.close(r));
+      await new Promise((r) => unix.close(r));
+      await rm(parent, { recursive: true, force: true });
+    },
   };
-  const onSignal = () => ctx.signals++;
   process.on("SIGWINCH", onSignal);
-  ctx.close = async () => {
-    process.off("SIGWINCH", onSignal);
-    await new Promise((r) => tcp.close(r));
-    await new Promise((r) => unix.close(r));
-    await rm(parent, { recursive: true, force: true });
-  };
   return ctx;
 }
 

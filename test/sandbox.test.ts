@@ -11,13 +11,18 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 import * as lib from "../dist/index.js";
 import { ToolError, createCodingTools, createNodeProcessTool, createRunTestsTool, executeToolCall, sandboxSupport, ToolRegistry } from "../dist/index.js";
-import { ATTACKS, LEGIT, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
+import { ATTACKS as ATTACK_TABLE, LEGIT as LEGIT_TABLE, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
 import { aliveWith, marker, scriptLeftovers } from "./process-helpers.js";
 
 const features = sandboxSupport();
 const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true };
 const HAS_CARGO = spawnSync("sh", ["-c", "command -v cargo"]).status === 0;
+// The tables are plain JavaScript (they also run in a separate host process): rows are indexed
+// by tool name.
+type Row = { name: string; [tool: string]: any };
+const ATTACKS = ATTACK_TABLE as Row[];
+const LEGIT = LEGIT_TABLE as Row[];
 
 describe.each(Object.keys(TOOLS))("%s: hostile children", (tool) => {
   test.each(ATTACKS.filter((a) => a[tool]).map((a) => [a.name, a] as const))("%s", async (_name, attack) => {
@@ -37,14 +42,14 @@ describe.each(Object.keys(TOOLS))("%s: hostile children", (tool) => {
 
 // Each layer on its own: on a simulated kernel missing some features, an attack escapes
 // exactly when no remaining layer covers it (so `needs` is honest, and so are the reports).
-const SIMULATED = [
+const SIMULATED: readonly { landlockAbi?: number | null; pidNamespace?: boolean; procMount?: boolean }[] = [
   { landlockAbi: null },
   { landlockAbi: 3 },
   { landlockAbi: 5 },
   { pidNamespace: false },
   { procMount: false },
   { landlockAbi: null, pidNamespace: false },
-] as const;
+];
 
 describe.each(Object.keys(TOOLS))("%s: one layer missing at a time", (tool) => {
   test.each(SIMULATED.map((f) => [JSON.stringify(f), f] as const))("%s", async (_name, limit) => {

@@ -13,3 +13,11 @@ test("the adapters' types fit the SDKs' own types", () => {
   expect(run.stdout + run.stderr).toBe("");
   expect(run.status).toBe(0);
 }, 120_000);
+
+test("the test files themselves type-check strictly against the built package's types", () => {
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+  const project = fileURLToPath(new URL("./tsconfig.json", import.meta.url));
+  const run = spawnSync(process.execPath, [tsc, "-p", project], { encoding: "utf8" });
+  expect(run.stdout + run.stderr).toBe("");
+  expect(run.status).toBe(0);
+}, 120_000);
