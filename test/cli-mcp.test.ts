@@ -209,6 +209,38 @@ describe("workcell mcp flags", () => {
     });
   });
 
+  test("--sandbox, --read-path and --write-path become the process tools' sandbox options", () => {
+    expect(parseMcpArgs(["--root", "/tmp", "--sandbox", "required", "--read-path", "/a", "--read-path", "/b", "--write-path", "/c"])).toEqual({
+      root: "/tmp",
+      options: { processes: { sandbox: "required", readPaths: ["/a", "/b"], writePaths: ["/c"] } },
+    });
+    expect(() => parseMcpArgs(["--root", "/tmp", "--sandbox", "on"])).toThrow(/--sandbox must be auto, required or off/);
+    expect(() => parseMcpArgs(["--root", "/tmp", "--read-path", "rel"])).toThrow(/--read-path must be an absolute path/);
+    expect(() => parseMcpArgs(["--root", "/tmp", "--write-path", "./x"])).toThrow(/--write-path must be an absolute path/);
+  });
+
+  test("through the server: --read-path opens one outside file to run_command, --sandbox off opens everything", async () => {
+    const { root, parent } = await prepare();
+    const outside = join(parent, "granted");
+    await mkdir(outside);
+    await writeFile(join(outside, "notes.txt"), "GRANTED-NOTES");
+    const cat = async (args: string[]) => {
+      const { client } = await start(["--root", root, ...args]);
+      const r = await client.callTool({ name: "run_command", arguments: { argv: ["sh", "-c", 'cat "$1"/notes.txt "$2"', "sh", outside, join(parent, "secret.txt")] } });
+      return JSON.parse(text(r)) as { output: string; sandbox: { filesystem: string } };
+    };
+    const confined = await cat([]);
+    expect(confined.sandbox.filesystem).toBe("confined");
+    expect(confined.output).not.toContain("GRANTED-NOTES");
+    expect(confined.output).not.toContain("TOP-SECRET-VALUE");
+    const granted = await cat(["--read-path", outside]);
+    expect(granted.output).toContain("GRANTED-NOTES");
+    expect(granted.output).not.toContain("TOP-SECRET-VALUE");
+    const off = await cat(["--sandbox", "off"]);
+    expect(off.sandbox.filesystem).toBe("open");
+    expect(off.output).toContain("TOP-SECRET-VALUE");
+  });
+
   test("bad command lines exit non-zero with a message and the usage", async () => {
     const { parent } = await tempWorkspace();
     const run = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input: "" });

@@ -1,16 +1,20 @@
 // The `workcell` command (bin/workcell.mjs runs `main`).
-//   workcell mcp --root DIR [--network] [--timeout-ms N]   serve the tools over stdio MCP
+//   workcell mcp --root DIR [options]   serve the tools over stdio MCP
 //   workcell demo                                           a scripted agent session
-import { resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createCodingTools, type CodingToolsOptions } from "./coding.js";
 import { ToolError } from "./errors.js";
 
 const USAGE = `usage:
-  workcell mcp --root DIR [--network] [--timeout-ms N]
+  workcell mcp --root DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
       Serve workcell's tools for the workspace DIR to an MCP client over stdio.
-      --network        let the processes the tools start use the network (blocked by default)
-      --timeout-ms N   the timeout of the tools that start processes, in milliseconds
+      --network         let the processes the tools start use the network (blocked by default)
+      --timeout-ms N    the timeout of the tools that start processes, in milliseconds
+      --sandbox MODE    auto (default: confine as far as this system allows), required (refuse
+                        to run processes without every layer) or off
+      --read-path P     an absolute path the processes may also read (repeatable)
+      --write-path P    an absolute path the processes may also read and write (repeatable)
   workcell demo
       Run a scripted agent session against a fresh temporary workspace and print it.
   workcell --version | --help`;
@@ -59,6 +63,9 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
       root: { type: "string" },
       network: { type: "boolean" },
       "timeout-ms": { type: "string" },
+      sandbox: { type: "string" },
+      "read-path": { type: "string", multiple: true },
+      "write-path": { type: "string", multiple: true },
     },
     strict: true,
     allowPositionals: true,
@@ -75,6 +82,21 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
     processes.timeoutMs = ms;
   }
   if (values.network) processes.network = true;
+  const sandbox = values.sandbox;
+  if (sandbox !== undefined) {
+    if (sandbox !== "auto" && sandbox !== "required" && sandbox !== "off") {
+      throw new Error(`--sandbox must be auto, required or off (got ${JSON.stringify(sandbox)})`);
+    }
+    processes.sandbox = sandbox;
+  }
+  for (const [flag, key] of [["read-path", "readPaths"], ["write-path", "writePaths"]] as const) {
+    const paths = values[flag];
+    if (paths === undefined) continue;
+    for (const p of paths) {
+      if (!isAbsolute(p)) throw new Error(`--${flag} must be an absolute path (got ${JSON.stringify(p)})`);
+    }
+    processes[key] = paths;
+  }
   return { root: resolve(values.root), options: Object.keys(processes).length > 0 ? { processes } : {} };
 }
 

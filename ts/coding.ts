@@ -39,6 +39,10 @@ export interface ProcessToolDefaults {
    * (default), `"required"` or `"off"`.
    */
   sandbox?: "auto" | "required" | "off";
+  /** Absolute paths the processes may also read (the sandbox's `readPaths`). */
+  readPaths?: readonly string[];
+  /** Absolute paths the processes may also read and write (the sandbox's `writePaths`). */
+  writePaths?: readonly string[];
 }
 
 /** All of workcell's tools for one workspace root. */
@@ -47,6 +51,8 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     timeoutMs: options.processes?.timeoutMs,
     network: options.processes?.network,
     sandbox: options.processes?.sandbox,
+    readPaths: options.processes?.readPaths,
+    writePaths: options.processes?.writePaths,
   };
   return [
     createReadTool(root, options.read),
