@@ -14,7 +14,7 @@
 //! (`FILE_TOO_LARGE` beyond), and the opened file's identity is checked against a fresh lookup
 //! afterwards (`TARGET_CHANGED` when the name was swapped meanwhile).
 
-use std::io::Read as _;
+use std::io::Read;
 
 use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
 use sha2::{Digest as _, Sha256};
@@ -97,30 +97,13 @@ pub fn hash_file(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Stri
         return Err(too_large(p));
     }
     let identity = Identity::of_cap(&meta);
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut total: u64 = 0;
-    let mut reader = (&file).take(MAX_HASH_BYTES + 1);
-    loop {
-        cancel.check()?;
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::from_io(&e, p)),
-        };
-        total += n as u64;
-        if total > MAX_HASH_BYTES {
-            return Err(too_large(p));
-        }
-        hasher.update(&buf[..n]);
-    }
+    let digest = digest(&file, p, cancel)?;
     cancel.check()?;
     match ws.identity_of(path) {
         Ok(now) if now == identity => {}
         _ => return Err(Error::target_changed(p)),
     }
-    Ok(hex(&hasher.finalize()))
+    Ok(digest)
 }
 
 /// The approval hash of a resolved write target (a name in an open directory, any final
@@ -132,10 +115,16 @@ pub(crate) fn hash_at(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, show
         AtTarget::Other(kind) => return Ok(not_regular(kind)),
         AtTarget::File(f) => f,
     };
+    digest(&file, shown, cancel)
+}
+
+/// The hex SHA-256 of an open file's content, read to its end in 64 KiB chunks (cancellable
+/// between them); `FILE_TOO_LARGE` past [`MAX_HASH_BYTES`], whatever its size claimed.
+fn digest(file: impl Read, shown: &str, cancel: &Cancel) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
-    let mut reader = (&file).take(MAX_HASH_BYTES + 1);
+    let mut reader = file.take(MAX_HASH_BYTES + 1);
     loop {
         cancel.check()?;
         let n = match reader.read(&mut buf) {
