@@ -252,6 +252,17 @@ test("checkpoint 3: an escape is refused with a code and a hint", async () => {
     expect(vitest.stdout).toMatch(/3 passed/);
   });
 
+  test("on a platform without a prebuilt binary (simulated: the loader sees riscv64) importing is our error", () => {
+    writeFileSync(join(project, "fake-riscv64.mjs"), 'Object.defineProperty(process, "arch", { value: "riscv64" });\n');
+    const r = run(process.execPath, ["--import", "./fake-riscv64.mjs", "-e", 'import("workcell").catch((e) => console.log(JSON.stringify({ code: e.code, message: e.message })))'], { cwd: project });
+    const out = JSON.parse(r.stdout) as { code: string; message: string };
+    expect(out.code).toBe("WORKCELL_ADDON_UNAVAILABLE");
+    expect(out.message).toMatch(/^workcell: no native addon for this platform \(linux-riscv64-(gnu|musl), Node\.js v\d+/);
+    expect(out.message).toContain("Prebuilt binaries exist for: linux-x64-gnu, linux-arm64-gnu, darwin-x64, darwin-arm64.");
+    expect(out.message).toContain("To build from source (a Rust toolchain");
+    expect(out.message).not.toContain("npm has a bug");
+  });
+
   test("a missing prebuilt addon is our error, naming the optional dependency it comes in", () => {
     const native = join(project, "node_modules", "workcell", "native");
     const addon = packed.map((f) => f.path).find((f) => f.endsWith(".node"))!.slice("native/".length);
