@@ -64,8 +64,8 @@ export function addonLoadError(load: unknown, require: NodeJS.Require): Error {
     const reasons = causes(load).slice(1);
     message =
       `workcell: the prebuilt native addon for ${here} did not load. It comes in the optional dependency ` +
-      `${name}-${here}: reinstall without --omit=optional / --no-optional, with the same Node.js as the one ` +
-      `running now (${process.version}). What failed: ${reasons.length > 0 ? reasons.join("; ") : causes(load).join("; ")}. ${build}`;
+      `${name}-${here}: reinstall on this machine without --omit=optional / --no-optional (a node_modules ` +
+      `copied from another platform lacks it). What failed: ${reasons.length > 0 ? reasons.join("; ") : causes(load).join("; ")}. ${build}`;
   } else {
     message =
       `workcell: no native addon for this platform (${here}, Node.js ${process.version}). ` +
