@@ -4,7 +4,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
-import { runDemo, SCRIPTED_TOOLS } from "../dist/demo.js";
+import { previewResult, runDemo, SCRIPTED_TOOLS } from "../dist/demo.js";
 
 const BIN = fileURLToPath(new URL("../bin/workcell.mjs", import.meta.url));
 
@@ -46,6 +46,39 @@ describe("workcell demo", () => {
     expect(out.match(/^ {4}> /gm)!.length).toBe(report.calls.length);
     expect(out.match(/^ {4}< (ok|error|cancelled)/gm)!.length).toBe(report.calls.length);
     for (const line of lines) expect(line.length).toBeLessThan(400);
+  });
+
+  test("step 6 says what the environment is: PATH only", async () => {
+    const lines: string[] = [];
+    await runDemo({ print: (l) => lines.push(l) });
+    const out = lines.join("\n");
+    expect(out).not.toContain("empty environment");
+    expect(out).toContain("an environment of PATH only");
+  });
+
+  test("long results are cut at a field boundary, not mid-JSON", () => {
+    const result = JSON.stringify({
+      path: "src/greet.js",
+      content: "x".repeat(5000),
+      totalLines: 2,
+      truncated: false,
+      hash: "sha256:" + "a".repeat(64),
+      entries: Array.from({ length: 50 }, (_, i) => ({ path: `f${i}.txt`, size: i })),
+    });
+    const shown = previewResult(result, 240);
+    expect(shown.length).toBeLessThan(400);
+    // The short field is whole, the long string is shortened inside its quotes with its length,
+    // and the fields that did not fit are named rather than sliced.
+    expect(shown.startsWith('{"path":"src/greet.js","content":"xxx')).toBe(true);
+    expect(shown).toMatch(/"content":"x+…"\(\+\d+ chars\)/);
+    expect(shown).toMatch(/… \d+ more fields: [a-zA-Z, ]+\}$/);
+    // Every field shown is a complete key and value: what is left after removing the markers parses.
+    const unmarked = shown
+      .replace(/…"\(\+\d+ chars\)/g, '"')
+      .replace(/,… \d+ more (fields: [a-zA-Z, ]+|items)/g, "");
+    expect(() => JSON.parse(unmarked)).not.toThrow();
+    // A short result is shown as it is.
+    expect(previewResult('{"ok":true}', 240)).toBe('{"ok":true}');
   });
 
   test("the command prints the session and exits 0", () => {

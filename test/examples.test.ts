@@ -72,7 +72,8 @@ function run(file: string, env: NodeJS.ProcessEnv) {
 describe("examples", () => {
   test("README's Examples list names exactly the files in examples/", async () => {
     const readme = await readFile(join(PACKAGE, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("\nExamples"), readme.indexOf("\n## "));
+    const start = readme.indexOf("\nExamples");
+    const section = readme.slice(start, readme.indexOf("\n## ", start));
     const listed = [...section.matchAll(/^- `([\w.-]+\.mjs)`: /gm)].map((m) => m[1]).sort();
     expect(listed).toEqual(EXAMPLES);
     expect(EXAMPLES).toEqual(expect.arrayContaining(["ai-sdk.mjs", "basic.mjs", "mcp-server.mjs", "sandbox.mjs"]));

@@ -66,6 +66,54 @@ function cut(text: string, width: number): string {
   return `${flat.slice(0, width)}… (${flat.length - width} more characters)`;
 }
 
+/** One JSON value in at most about `budget` characters, shortened inside strings and lists. */
+function shorten(value: unknown, budget: number): string {
+  const whole = JSON.stringify(value) ?? "null";
+  if (whole.length <= budget) return whole;
+  if (typeof value === "string") {
+    const keep = Math.max(8, budget - 24);
+    return `${JSON.stringify(value.slice(0, keep)).slice(0, -1)}…"(+${value.length - keep} chars)`;
+  }
+  if (value !== null && typeof value === "object") {
+    const isArray = Array.isArray(value);
+    const entries = isArray ? (value as unknown[]).map((v) => [undefined, v] as const) : Object.entries(value);
+    return fields(entries, budget, isArray);
+  }
+  return whole;
+}
+
+/** Whole fields (or list items) while they fit, then how many were left out: never a cut inside one. */
+function fields(entries: readonly (readonly [string | undefined, unknown])[], width: number, isArray: boolean): string {
+  const parts: string[] = [];
+  let used = 2;
+  for (let i = 0; i < entries.length; i++) {
+    const [key, value] = entries[i]!;
+    const label = key === undefined ? "" : `${JSON.stringify(key)}:`;
+    const rest = entries.length - i;
+    const room = width - used - label.length - (rest > 1 ? 24 : 0);
+    const part = label + shorten(value, Math.max(32, room));
+    if (parts.length > 0 && used + part.length > width) {
+      const names = entries.slice(i).map(([k]) => k).filter((k) => k !== undefined);
+      parts.push(isArray ? `… ${rest} more items` : `… ${rest} more fields: ${names.join(", ")}`);
+      break;
+    }
+    parts.push(part);
+    used += part.length + 1;
+  }
+  return isArray ? `[${parts.join(",")}]` : `{${parts.join(",")}}`;
+}
+
+/** A tool result (JSON text) shown in about `width` characters, cut between fields, not mid-value. */
+export function previewResult(text: string, width: number): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return cut(text, width);
+  }
+  return shorten(value, width);
+}
+
 /** The script: for each step, the tool it needs; steps for tools this build lacks are skipped. */
 function script(has: (name: string) => boolean): Step[] {
   const steps: Step[] = [
@@ -83,7 +131,7 @@ function script(has: (name: string) => boolean): Step[] {
       args: { path: "src/greet.js", edits: [{ oldText: "A tiny module", newText: "A small module" }] },
     },
     {
-      say: "It runs a script with the host's Node.js (no shell, cwd = the workspace, empty environment).",
+      say: "It runs a script with the host's Node.js (no shell, cwd = the workspace, an environment of PATH only).",
       tool: "node_process",
       args: {
         source: has("write_file")
@@ -185,7 +233,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
         continue;
       }
       if (!result.isError) {
-        print(`    < ok (${ms} ms) ${cut(result.content, width)}`);
+        print(`    < ok (${ms} ms) ${previewResult(result.content, width)}`);
         report.calls.push({ tool: step.tool, args: step.args, outcome: "ok", ms });
         continue;
       }

@@ -1,9 +1,28 @@
 // The native addon and the glue every tool shares: cancellation handles and error mapping.
-import { CancelHandle, NativeWorkspace, type NativeError } from "../native/binding.js";
+import { createRequire } from "node:module";
+import type * as Binding from "../native/binding.js";
+import type { NativeError } from "../native/binding.js";
 import { ToolError, abortError } from "./errors.js";
+import { addonLoadError } from "./platform.js";
 
-export * as binding from "../native/binding.js";
-export { CancelHandle, NativeWorkspace };
+/**
+ * napi's generated loader (CommonJS, so that loading it can fail inside a try and the package
+ * stays `require`-able: no top-level await). It picks `native/workcell.<platform>.node` or the
+ * `workcell-<platform>` package; when neither loads, its generic message is replaced by ours.
+ */
+function loadBinding(): typeof Binding {
+  const require = createRequire(import.meta.url);
+  try {
+    return require("../native/binding.cjs") as typeof Binding;
+  } catch (err) {
+    throw addonLoadError(err, require);
+  }
+}
+
+export const binding = loadBinding();
+export const { CancelHandle, NativeWorkspace } = binding;
+export type CancelHandle = Binding.CancelHandle;
+export type NativeWorkspace = Binding.NativeWorkspace;
 export type { NativeError };
 
 /** Converts a native error into a ToolError (or an AbortError for a cancellation). */

@@ -305,7 +305,7 @@ pub(crate) fn apply(shown: &str, original: &str, edits: &[Edit]) -> Result<Appli
             let (a, b) = (w[0].2.min(w[1].2), w[0].2.max(w[1].2));
             return Err(shape(
                 format!("edits {} and {} change overlapping text; merge them into one edit", a + 1, b + 1),
-                serde_json::json!({ "rule": "edits may not overlap", "edits": [a, b] }),
+                serde_json::json!({ "edits": [a, b] }),
             ));
         }
     }
@@ -487,6 +487,13 @@ mod tests {
             let name = entry.unwrap().file_name().to_string_lossy().into_owned();
             assert!(!name.starts_with(write::TEMP_PREFIX), "left behind: {name}");
         }
+    }
+
+    #[test]
+    fn an_overlap_refusal_gives_the_edits_not_the_rule_again() {
+        let err = apply("f", "abcdef", &[e("abcd", "x"), e("cdef", "y")]).map(|_| ()).unwrap_err();
+        assert!(err.hint.as_deref().unwrap().contains("overlapping"));
+        assert_eq!(err.details, Some(serde_json::json!({ "edits": [0, 1] })));
     }
 
     #[test]

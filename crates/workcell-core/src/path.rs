@@ -66,7 +66,6 @@ fn refuse(why: &str) -> Error {
             "{why}; paths are relative to the workspace and use / between names, such as src/index.ts (no .., no leading /, no backslash or drive letter)"
         ),
     )
-    .with_details(serde_json::json!({ "rule": why }))
 }
 
 /// Decodes a path (or any string) that arrived as UTF-16, refusing lone surrogates with
@@ -171,6 +170,16 @@ mod tests {
     fn refused(input: &str) {
         let err = parse(input).expect_err(input);
         assert_eq!(err.reason(), Some("INVALID_RELATIVE_PATH"), "{input:?}");
+    }
+
+    #[test]
+    fn a_path_refusal_says_its_rule_once() {
+        // The rule is in the hint; details would only repeat it.
+        for input in ["../x", "/etc/passwd", "a\\b", "C:x", "nul.txt"] {
+            let err = parse(input).expect_err(input);
+            assert!(err.details.is_none(), "{input:?}: {:?}", err.details);
+            assert!(err.hint.as_deref().unwrap().contains("paths are relative"), "{input:?}");
+        }
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub struct Workspace {
     dir: Dir,
 }
 
+/// The root names a file (or anything else that is not a directory): said as such, not as the
+/// "a parent component is not a directory" a path inside the workspace would get.
+fn root_not_a_directory(shown: &str) -> Error {
+    Error::new(crate::error::Code::FileNotFound, format!("the workspace root {shown} is not a directory"))
+        .with_hint("create the tools with the path of a directory (the project's folder), not of a file in it")
+}
+
 impl Workspace {
     /// Canonicalizes `root`, checks it is a directory and opens it.
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
@@ -57,11 +64,16 @@ impl Workspace {
         let canonical = fs::canonicalize(&original).map_err(|e| {
             Error::from_io(&e, &shown).with_hint("create the tools with the path of an existing directory")
         })?;
-        let dir = Dir::open_ambient_dir(&canonical, ambient_authority())
-            .map_err(|e| Error::from_io(&e, &shown).with_hint("the workspace root must be a directory you can open"))?;
+        let dir = Dir::open_ambient_dir(&canonical, ambient_authority()).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENOTDIR) {
+                root_not_a_directory(&shown)
+            } else {
+                Error::from_io(&e, &shown).with_hint("the workspace root must be a directory you can open")
+            }
+        })?;
         let meta = dir.dir_metadata().map_err(|e| Error::from_io(&e, &shown))?;
         if !meta.is_dir() {
-            return Err(Error::not_regular(&shown, "not a directory"));
+            return Err(root_not_a_directory(&shown));
         }
         let ws = Workspace { original, canonical, identity: Identity::of_cap(&meta), dir };
         // The name may have been swapped between canonicalize and open.
@@ -136,6 +148,18 @@ mod tests {
         fs::write(&f, "x").unwrap();
         assert!(Workspace::open(&f).is_err());
         assert!(Workspace::open(tmp.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn a_file_given_as_the_root_says_the_root_is_not_a_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("notes.txt");
+        fs::write(&f, "x").unwrap();
+        let err = Workspace::open(&f).unwrap_err();
+        assert_eq!(err.code, crate::error::Code::FileNotFound);
+        assert_eq!(err.message, format!("the workspace root {} is not a directory", f.display()));
+        assert!(!err.message.contains("parent component"), "{}", err.message);
+        assert!(err.hint.as_deref().unwrap().contains("not of a file"));
     }
 
     #[test]

@@ -165,8 +165,7 @@ pub fn check_path(raw: &str) -> Result<RelPath> {
                 "a path ending in / names a directory; write_file needs a file path, such as {}",
                 path.as_str()
             ),
-        )
-        .with_details(serde_json::json!({ "rule": "a file path may not end with /" })));
+        ));
     }
     Ok(path)
 }
@@ -869,6 +868,13 @@ mod tests {
     use super::*;
     use std::fs;
     use std::os::unix::fs::{symlink, PermissionsExt as _};
+
+    #[test]
+    fn a_directory_path_refusal_says_its_rule_once() {
+        let err = check_path("src/").unwrap_err();
+        assert!(err.hint.as_deref().unwrap().contains("names a directory"));
+        assert!(err.details.is_none(), "{:?}", err.details);
+    }
 
     fn setup() -> (tempfile::TempDir, PathBuf, Workspace) {
         let tmp = tempfile::tempdir().unwrap();
