@@ -7,6 +7,7 @@
 //! which program runs must be static; arguments that are only data may be anything.
 
 use super::builtins::keyword_option;
+use super::grammar::Grammar;
 use super::names::{self, DYNAMIC_CODE, EXEMPT_BUILTINS, PARSED_SHELLS, UNCHECKED_RUNNERS};
 use super::words::{Dynamic, WordInfo};
 use super::wrappers::{spec_for, wrapper};
@@ -48,6 +49,8 @@ pub(crate) struct Checker<'p> {
     pub policy: &'p Policy,
     /// Scripts are being checked on the dedicated stack.
     pub on_script_stack: bool,
+    /// The grammar of the script being walked (a trap action runs in the same shell).
+    pub grammar: Grammar,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,7 +120,7 @@ pub(super) fn check_variable_arg(arg: &Arg, what: &str) -> Check {
 
 impl<'p> Checker<'p> {
     pub fn new(policy: &'p Policy) -> Self {
-        Checker { policy, on_script_stack: false }
+        Checker { policy, on_script_stack: false, grammar: Grammar::Posix }
     }
 
     /// The tool's argv: every item is a literal.
@@ -291,7 +294,7 @@ impl<'p> Checker<'p> {
                     format!("the script given to `{lname} -c` is built at run time and cannot be checked; pass the script text literally"),
                 ));
             };
-            return self.check_script(script, depth + 1, lname == "zsh");
+            return self.check_script(script, depth + 1, Grammar::of_shell(lname));
         }
         if i < args.len() {
             // A script file: the shell is a program running code the policy cannot see.

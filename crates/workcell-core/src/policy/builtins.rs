@@ -128,7 +128,7 @@ impl Checker<'_> {
         if operands.len() == 1 || code == "-" || code.trim().is_empty() {
             return Ok(());
         }
-        self.check_script(code, depth + 1, false)
+        self.check_script(code, depth + 1, self.grammar)
     }
 }
 

@@ -278,14 +278,40 @@ const SCRIPTS: &[(&str, Option<&str>)] = &[
     ("echo ~+99999999999999999999999", Some("parse_error")),
 ];
 
+/// Scripts of [`SCRIPTS`] that use bash-only syntax: `sh -c` refuses them (`shell_grammar`).
+const BASH_ONLY_SCRIPTS: &[&str] = &[
+    "cmd &> both.log",
+    "diff <(sort a.txt) <(sort b.txt)",
+    "[[ -f x && $y == z* ]]",
+    "[[ $? -ne 0 ]] && exit 1",
+    "coproc rm x",
+    "diff <(sudo cat a) b",
+    "exec > >(sudo tee x)",
+    "cat <<< \"$(rm x)\"",
+    "[[ -n $(rm x) ]]",
+    "$'\\x72m' x",
+    "echo x &> /var/log/x",
+    "((i++))",
+    "for ((i=0; i<3; i++)); do :; done",
+    "[[ $x -gt 1 ]]",
+    "[[ -v $n ]]",
+    "<(echo ls) x",
+];
+
 #[test]
 fn scripts_table() {
     let policy = deny_rm();
+    let mut failures = Vec::new();
     for (script, expect) in SCRIPTS {
         for shell in ["sh", "bash"] {
-            check_case(&policy, &[shell, "-c", script], *expect);
+            // Bash syntax is refused before anything else when a POSIX shell would run it.
+            let expect = if shell == "sh" && BASH_ONLY_SCRIPTS.contains(script) { Some("shell_grammar") } else { *expect };
+            if let Err(e) = std::panic::catch_unwind(|| check_case(&policy, &[shell, "-c", script], expect)) {
+                failures.push(format!("{shell}: {:?}", e.downcast_ref::<String>()));
+            }
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(SCRIPTS.len() >= 60);
 }
 
@@ -399,7 +425,7 @@ fn the_allow_list_applies_to_every_command_run() {
         (&["sh", "-c", "cd src && echo hi; ls | grep x; [ -f y ] || true"], None),
         (&["sh", "-c", "npm test | tail"], Some("not_allow_listed")),
         (&["sh", "-c", "x=$(curl y)"], Some("not_allow_listed")),
-        (&["sh", "-c", "echo <(wget y)"], Some("not_allow_listed")),
+        (&["bash", "-c", "echo <(wget y)"], Some("not_allow_listed")),
         (&["sh", "-c", "command curl x"], Some("not_allow_listed")),
         (&["sh", "-c", "f() { curl x; }"], Some("not_allow_listed")),
         (&["sh", "-c", "trap 'curl x' EXIT"], Some("not_allow_listed")),
@@ -456,14 +482,14 @@ fn deep_nesting_is_bounded_not_a_stack_overflow() {
         format!("{}true{}", "(true; ".repeat(n), ")".repeat(n)),
         format!("{}true;{}", "{ ".repeat(n), "} ".repeat(n)),
         format!("{}true{}", "if true; then ".repeat(n), "; fi".repeat(n)),
-        format!("[[ {}a ]]", "! ".repeat(n - 2)),
     ] {
         check_case(&policy, &["sh", "-c", &script], None);
     }
+    check_case(&policy, &["bash", "-c", &format!("[[ {}a ]]", "! ".repeat(n - 2))], None);
+    check_case(&policy, &["bash", "-c", &format!("[[ {}a ]]", "! ".repeat(n - 1))], Some("too_complex"));
     // One more construct is refused before parsing.
     for script in [
         format!("{}true{}", "(true; ".repeat(n + 1), ")".repeat(n + 1)),
-        format!("[[ {}a ]]", "! ".repeat(n - 1)),
         format!("echo {}x{}", "$(".repeat(10_000), ")".repeat(10_000)),
         format!("{}true{}", "if true; then ".repeat(1_500), "; fi".repeat(1_500)),
         "{ ".repeat(16_000),

@@ -5,6 +5,7 @@
 //! program itself. An option the policy does not know is refused rather than guessed at.
 
 use super::argv::{check_variable_name, protected_variable, refuse, Arg, Checker};
+use super::grammar::Grammar;
 use super::names;
 use super::{Check, RefuseReason, Refusal};
 
@@ -390,7 +391,7 @@ impl Checker<'_> {
                                 "the script given to `flock -c` must be a literal string",
                             ));
                         };
-                        return self.check_script(script, depth + 1, false);
+                        return self.check_script(script, depth + 1, Grammar::Posix);
                     }
                 }
                 self.check_inner(inner, depth)
@@ -410,7 +411,7 @@ impl Checker<'_> {
                 if script.is_empty() {
                     return Ok(());
                 }
-                self.check_script(&script, depth + 1, false)
+                self.check_script(&script, depth + 1, Grammar::Posix)
             }
             _ => self.check_inner(inner, depth),
         }
