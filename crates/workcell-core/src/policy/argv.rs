@@ -8,7 +8,7 @@
 
 use super::builtins::keyword_option;
 use super::grammar::Grammar;
-use super::names::{self, DYNAMIC_CODE, EXEMPT_BUILTINS, PARSED_SHELLS, UNCHECKED_RUNNERS};
+use super::names::{self, DYNAMIC_CODE, EXEMPT_BUILTINS, PARSED_SHELLS};
 use super::words::{Dynamic, WordInfo};
 use super::wrappers::{spec_for, wrapper};
 use super::{Check, Policy, RefuseReason, Refusal, MAX_NESTING};
@@ -26,6 +26,16 @@ pub(crate) struct Arg {
 impl Arg {
     pub fn literal(value: &str) -> Self {
         Arg { raw: value.to_string(), info: WordInfo::literal(value), assignment: false }
+    }
+
+    /// Words a wrapper appends from its input at run time (`xargs` without `-I`): any number
+    /// of fields, any text.
+    pub fn input() -> Self {
+        Arg {
+            raw: "<input appended at run time>".to_string(),
+            info: WordInfo { value: Err(Dynamic::Input), single_field: false, numeric_safe: false, static_prefix: String::new() },
+            assignment: false,
+        }
     }
 
     pub fn value(&self) -> Option<&str> {
@@ -51,6 +61,10 @@ pub(crate) struct Checker<'p> {
     pub on_script_stack: bool,
     /// The grammar of the script being walked (a trap action runs in the same shell).
     pub grammar: Grammar,
+    /// File descriptors above 2 the script opened with `exec` (they stay open).
+    pub exec_fds: Vec<i32>,
+    /// File descriptors above 2 opened by the redirections of the command being walked.
+    pub local_fds: Vec<i32>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,7 +134,7 @@ pub(super) fn check_variable_arg(arg: &Arg, what: &str) -> Check {
 
 impl<'p> Checker<'p> {
     pub fn new(policy: &'p Policy) -> Self {
-        Checker { policy, on_script_stack: false, grammar: Grammar::Posix }
+        Checker { policy, on_script_stack: false, grammar: Grammar::Posix, exec_fds: Vec::new(), local_fds: Vec::new() }
     }
 
     /// The tool's argv: every item is a literal.
@@ -183,7 +197,7 @@ impl<'p> Checker<'p> {
         if let Some(hint) = names::lookup(DYNAMIC_CODE, &lname) {
             return Err(refuse(&first.raw, RefuseReason::DynamicCode, hint));
         }
-        if names::contains(UNCHECKED_RUNNERS, &lname) && !self.policy.names_explicitly(&lname) {
+        if names::is_unchecked_runner(&lname) && !self.policy.names_explicitly(&lname) {
             return Err(refuse(
                 &first.raw,
                 RefuseReason::UncheckedRunner,

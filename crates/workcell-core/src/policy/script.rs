@@ -230,6 +230,18 @@ impl Checker<'_> {
     }
 
     fn walk_simple(&mut self, simple: &SimpleCommand, ctx: Ctx) -> Check {
+        let outer = std::mem::take(&mut self.local_fds);
+        let result = self.walk_simple_here(simple, ctx);
+        let opened = std::mem::replace(&mut self.local_fds, outer);
+        let is_exec = simple.word_or_name.as_ref().is_some_and(|w| w.value == "exec");
+        if result.is_ok() && is_exec {
+            // `exec 3>file` keeps descriptor 3 open for the rest of the script.
+            self.exec_fds.extend(opened);
+        }
+        result
+    }
+
+    fn walk_simple_here(&mut self, simple: &SimpleCommand, ctx: Ctx) -> Check {
         let mut args: Vec<Arg> = Vec::new();
         for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
             self.walk_item(item, &mut args, ctx)?;
@@ -324,23 +336,59 @@ impl Checker<'_> {
     }
 
     fn walk_redirect_list(&mut self, list: Option<&RedirectList>, ctx: Ctx) -> Check {
-        for redirect in list.iter().flat_map(|l| l.0.iter()) {
-            self.walk_redirect(redirect, ctx)?;
+        let outer = std::mem::take(&mut self.local_fds);
+        let result = list.iter().flat_map(|l| l.0.iter()).try_for_each(|redirect| self.walk_redirect(redirect, ctx));
+        self.local_fds = outer;
+        result
+    }
+
+    /// A duplication of descriptor `fd` (`>&fd`, `<&fd`): above 2 it must be one the script
+    /// opened itself, not one the shell inherited from its parent.
+    fn check_duplicated_fd(&self, node: &str, fd: i64) -> Check {
+        if fd <= 2 || self.local_fds.iter().chain(&self.exec_fds).any(|&open| i64::from(open) == fd) {
+            return Ok(());
+        }
+        Err(refuse(
+            node,
+            RefuseReason::Descriptor,
+            format!("descriptor {fd} is not one the script opened; a descriptor above 2 is only usable after the script opens it (exec {fd}>out.txt), or use 1 and 2"),
+        ))
+    }
+
+    /// Records the descriptor a redirection opens (`3>file`, `4>&1`, `5<<EOF`).
+    fn opened_fd(&mut self, fd: Option<&brush_parser::ast::IoFd>) {
+        if let Some(&fd) = fd {
+            if fd > 2 {
+                self.local_fds.push(fd);
+            }
+        }
+    }
+
+    fn walk_redirect(&mut self, redirect: &IoRedirect, ctx: Ctx) -> Check {
+        self.walk_redirect_here(redirect, ctx)?;
+        match redirect {
+            IoRedirect::File(fd, _, _) | IoRedirect::HereDocument(fd, _) | IoRedirect::HereString(fd, _) => self.opened_fd(fd.as_ref()),
+            IoRedirect::OutputAndError(..) => {}
         }
         Ok(())
     }
 
-    fn walk_redirect(&mut self, redirect: &IoRedirect, ctx: Ctx) -> Check {
+    fn walk_redirect_here(&mut self, redirect: &IoRedirect, ctx: Ctx) -> Check {
         match redirect {
             IoRedirect::File(_, kind, target) => match target {
                 IoFileRedirectTarget::Filename(word) => self.redirect_target(redirect_operator(kind), word, ctx),
-                IoFileRedirectTarget::Fd(_) => Ok(()),
+                IoFileRedirectTarget::Fd(fd) => self.check_duplicated_fd(&format!("{}{fd}", redirect_operator(kind)), i64::from(*fd)),
                 IoFileRedirectTarget::ProcessSubstitution(_, subshell) => self.walk_nested_list(&subshell.list, ctx),
                 IoFileRedirectTarget::Duplicate(word) => {
                     let pieces = words::parse(&word.value)?;
                     self.walk_pieces(&pieces, ctx)?;
                     match words::analyse(&pieces).value {
-                        Ok(v) if is_fd_word(&v) => Ok(()),
+                        // `-` closes.
+                        Ok(v) if v == "-" => Ok(()),
+                        Ok(v) if is_fd_word(&v) => {
+                            let fd = v.trim_end_matches('-').parse::<i64>().unwrap_or(i64::MAX);
+                            self.check_duplicated_fd(&format!("{}{v}", redirect_operator(kind)), fd)
+                        }
                         // `>&file` is bash for `&>file`.
                         Ok(_) => self.redirect_target(redirect_operator(kind), word, ctx),
                         Err(_) => Err(refuse(
