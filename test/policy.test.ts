@@ -30,10 +30,11 @@ describe("checkCommand", () => {
       "echo 'quoted $(sudo id)' \"$HOME\"",
       "cat <<'EOF'\n$(sudo id)\nEOF",
       'bash -c "echo nested"',
-      "diff <(sort a) <(sort b)",
     ]) {
       expect(checkCommand(sh(script)), script).toEqual({ allowed: true });
     }
+    // Process substitution is bash syntax: bash -c, not sh -c.
+    expect(checkCommand(["bash", "-c", "diff <(sort a) <(sort b)"])).toEqual({ allowed: true });
   });
 
   test("refuses the deny-list directly, through wrappers, quoting and scripts", () => {
