@@ -30,10 +30,11 @@ describe("checkCommand", () => {
       "echo 'quoted $(sudo id)' \"$HOME\"",
       "cat <<'EOF'\n$(sudo id)\nEOF",
       'bash -c "echo nested"',
-      "diff <(sort a) <(sort b)",
     ]) {
       expect(checkCommand(sh(script)), script).toEqual({ allowed: true });
     }
+    // Process substitution is bash syntax: bash -c, not sh -c.
+    expect(checkCommand(["bash", "-c", "diff <(sort a) <(sort b)"])).toEqual({ allowed: true });
   });
 
   test("refuses the deny-list directly, through wrappers, quoting and scripts", () => {
@@ -138,5 +139,53 @@ describe("checkCommand", () => {
     expect(err.message).toBe("COMMAND_REFUSED");
     expect(err.details).toEqual({ command: "sudo", reason: "deny_listed" });
     expect(err.hint).toContain("sudo");
+  });
+
+  test("the shell named in argv decides the grammar: POSIX shells refuse bash-only syntax", () => {
+    const allowLs = { allowCommands: ["ls"] };
+    for (const script of [
+      "echo $'\\'\nsudo -u root id\necho \\'' #'",
+      "true &>/dev/null sudo id",
+      "[[ a || sudo == x ]]",
+      "[[ x > /outside/file ]]",
+    ]) {
+      expect(reasonOf(sh(script)), script).toBe("shell_grammar");
+      expect(reasonOf(["dash", "-c", script], allowLs), script).toBe("shell_grammar");
+    }
+    expect(checkCommand(["bash", "-c", "[[ -f x ]] && ls &> out.txt"])).toEqual({ allowed: true });
+  });
+
+  test("here-documents bash could end elsewhere are refused", () => {
+    for (const script of [
+      "echo $(cat <<EOF\nx\nEOF)\nsudo csub\nEOF\n)",
+      "x=$(cat <<'EOF'\nx\nEOF)\nsudo csub\nEOF\n)",
+      "x=$(cat <<-EOF\n\tx\n\tEOF)\nsudo csub\nEOF\n)",
+    ]) {
+      expect(reasonOf(["bash", "-c", script]), script).toBe("here_document");
+    }
+    expect(checkCommand(["bash", "-c", "cat <<EOF\n$(date)\nEOF"])).toEqual({ allowed: true });
+  });
+
+  test("xargs cannot hand its input to a wrapper; unknown runners and directory changes are checked", () => {
+    const policy = { allowCommands: ["xargs", "env", "ls", "find"] };
+    expect(reasonOf(sh("echo id -u | xargs xargs"), policy)).toBe("wrapper");
+    expect(reasonOf(sh("echo uname -a | xargs env"), policy)).toBe("wrapper");
+    expect(checkCommand(sh("echo a | xargs ls"), policy)).toEqual({ allowed: true });
+    expect(reasonOf(["prlimit", "--nofile=10", "sudo", "id"])).toBe("deny_listed");
+    expect(reasonOf(["setarch", "x86_64", "sudo"])).toBe("deny_listed");
+    expect(reasonOf(["linux64", "sudo"])).toBe("deny_listed");
+    for (const runner of ["start-stop-daemon", "numactl", "chpst", "daemonize"]) {
+      expect(reasonOf([runner, "ls"]), runner).toBe("unchecked_runner");
+    }
+    expect(reasonOf(["env", "-C", "/tmp", "sh", "-c", "echo x > f"])).toBe("directory");
+    expect(reasonOf(["env", "--chdir=/tmp", "ls"])).toBe("directory");
+    expect(reasonOf(["find", "/tmp", "-execdir", "ls", ";"])).toBe("directory");
+  });
+
+  test("descriptors above 2 the script did not open are refused; nesting is capped", () => {
+    expect(reasonOf(sh("echo x >&3"))).toBe("descriptor");
+    expect(checkCommand(sh("exec 3>out.txt; echo x >&3"))).toEqual({ allowed: true });
+    const deep = `echo ${'"${x:-'.repeat(2000)}x${'}"'.repeat(2000)}`;
+    expect(reasonOf(["bash", "-c", deep])).toBe("too_complex");
   });
 });

@@ -197,15 +197,7 @@ impl CommandOutput {
 
 /// `argv[0]` on the child's PATH, or `COMMAND_NOT_FOUND`.
 pub fn find_command(name: &str, path: &std::ffi::OsStr) -> Result<PathBuf> {
-    resolve::find_program(name, path).ok_or_else(|| {
-        let dirs: Vec<String> = resolve::search_dirs(path).iter().map(|d| d.display().to_string()).collect();
-        Error::new(Code::CommandNotFound, format!("{name}: no such program on this tool's PATH"))
-            .with_hint(format!(
-                "check the spelling, or use a program that is installed here; argv[0] must be a bare program name found in one of: {}. Project tools are usually reached through their runner (npx <tool>, npm run <script>, cargo <cmd>)",
-                if dirs.is_empty() { "(PATH is empty)".to_string() } else { dirs.join(", ") }
-            ))
-            .with_details(serde_json::json!({ "command": name, "path": dirs }))
-    })
+    resolve::find_program(name, path).ok_or_else(|| resolve::not_found(name, path))
 }
 
 /// Runs `req` to the end. A normal exit (any code) is `Ok`; a timeout is `COMMAND_TIMEOUT`

@@ -41,6 +41,30 @@ pub fn find_program(name: &str, path: &OsStr) -> Option<PathBuf> {
     search_dirs(path).into_iter().map(|dir| dir.join(name)).find(|candidate| executable(candidate))
 }
 
+/// Directories named in the `COMMAND_NOT_FOUND` hint when they are searched: the standard
+/// system ones. Others (a user's `~/.local/bin`, a project's tool directory) are only counted,
+/// so the hint tells the model what to do without describing the host's file system.
+const STANDARD_DIRS: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"];
+
+/// The `COMMAND_NOT_FOUND` error for `name` not found on `path`.
+pub fn not_found(name: &str, path: &OsStr) -> crate::error::Error {
+    use crate::error::{Code, Error};
+    let dirs = search_dirs(path);
+    let standard: Vec<&str> = STANDARD_DIRS.iter().copied().filter(|s| dirs.iter().any(|d| d == Path::new(s))).collect();
+    let others = dirs.len() - standard.len();
+    let searched = match (standard.is_empty(), others) {
+        (_, _) if dirs.is_empty() => "PATH is empty".to_string(),
+        (true, n) => format!("{n} PATH director{} searched", if n == 1 { "y" } else { "ies" }),
+        (false, 0) => format!("searched {}", standard.join(", ")),
+        (false, n) => format!("searched {} and {n} other director{}", standard.join(", "), if n == 1 { "y" } else { "ies" }),
+    };
+    Error::new(Code::CommandNotFound, format!("{name}: no such program on this tool's PATH"))
+        .with_hint(format!(
+            "check the spelling, or use a program that is installed here ({searched}); argv[0] must be a bare program name. Project tools are usually reached through their runner (npx <tool>, npm run <script>, cargo <cmd>); ask the user to install or expose a missing program"
+        ))
+        .with_details(serde_json::json!({ "command": name, "searched": dirs.len() }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +98,20 @@ mod tests {
         // "", "." and a relative name would all mean a working directory.
         assert_eq!(search_dirs(OsStr::new(":.:rel:/usr/bin:/usr/bin:./")), vec![PathBuf::from("/usr/bin")]);
         assert_eq!(find_program("sh", OsStr::new(":.:bin:usr/bin")), None);
+    }
+
+    #[test]
+    fn command_not_found_hint_does_not_list_the_hosts_home_directories() {
+        let path = OsStr::new("/home/alice/.local/bin:/usr/bin:/opt/secret-project/bin:/bin");
+        let err = not_found("nope", path);
+        let hint = err.hint.clone().unwrap();
+        assert!(!hint.contains("alice") && !hint.contains("secret-project"), "{hint}");
+        assert!(hint.contains("/usr/bin") && hint.contains("2 other directories"), "{hint}");
+        let details = err.details.unwrap().to_string();
+        assert!(!details.contains("alice") && !details.contains("secret"), "{details}");
+        let only_home = not_found("nope", OsStr::new("/home/alice/bin"));
+        assert!(only_home.hint.unwrap().contains("1 PATH directory searched"));
+        assert!(not_found("nope", OsStr::new("")).hint.unwrap().contains("PATH is empty"));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! which program runs must be static; arguments that are only data may be anything.
 
 use super::builtins::keyword_option;
-use super::names::{self, DYNAMIC_CODE, EXEMPT_BUILTINS, PARSED_SHELLS, UNCHECKED_RUNNERS};
+use super::grammar::Grammar;
+use super::names::{self, DYNAMIC_CODE, EXEMPT_BUILTINS, PARSED_SHELLS};
 use super::words::{Dynamic, WordInfo};
 use super::wrappers::{spec_for, wrapper};
 use super::{Check, Policy, RefuseReason, Refusal, MAX_NESTING};
@@ -25,6 +26,16 @@ pub(crate) struct Arg {
 impl Arg {
     pub fn literal(value: &str) -> Self {
         Arg { raw: value.to_string(), info: WordInfo::literal(value), assignment: false }
+    }
+
+    /// Words a wrapper appends from its input at run time (`xargs` without `-I`): any number
+    /// of fields, any text.
+    pub fn input() -> Self {
+        Arg {
+            raw: "<input appended at run time>".to_string(),
+            info: WordInfo { value: Err(Dynamic::Input), single_field: false, numeric_safe: false, static_prefix: String::new() },
+            assignment: false,
+        }
     }
 
     pub fn value(&self) -> Option<&str> {
@@ -48,6 +59,12 @@ pub(crate) struct Checker<'p> {
     pub policy: &'p Policy,
     /// Scripts are being checked on the dedicated stack.
     pub on_script_stack: bool,
+    /// The grammar of the script being walked (a trap action runs in the same shell).
+    pub grammar: Grammar,
+    /// File descriptors above 2 the script opened with `exec` (they stay open).
+    pub exec_fds: Vec<i32>,
+    /// File descriptors above 2 opened by the redirections of the command being walked.
+    pub local_fds: Vec<i32>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,7 +134,7 @@ pub(super) fn check_variable_arg(arg: &Arg, what: &str) -> Check {
 
 impl<'p> Checker<'p> {
     pub fn new(policy: &'p Policy) -> Self {
-        Checker { policy, on_script_stack: false }
+        Checker { policy, on_script_stack: false, grammar: Grammar::Posix, exec_fds: Vec::new(), local_fds: Vec::new() }
     }
 
     /// The tool's argv: every item is a literal.
@@ -180,7 +197,7 @@ impl<'p> Checker<'p> {
         if let Some(hint) = names::lookup(DYNAMIC_CODE, &lname) {
             return Err(refuse(&first.raw, RefuseReason::DynamicCode, hint));
         }
-        if names::contains(UNCHECKED_RUNNERS, &lname) && !self.policy.names_explicitly(&lname) {
+        if names::is_unchecked_runner(&lname) && !self.policy.names_explicitly(&lname) {
             return Err(refuse(
                 &first.raw,
                 RefuseReason::UncheckedRunner,
@@ -291,7 +308,7 @@ impl<'p> Checker<'p> {
                     format!("the script given to `{lname} -c` is built at run time and cannot be checked; pass the script text literally"),
                 ));
             };
-            return self.check_script(script, depth + 1, lname == "zsh");
+            return self.check_script(script, depth + 1, Grammar::of_shell(lname));
         }
         if i < args.len() {
             // A script file: the shell is a program running code the policy cannot see.

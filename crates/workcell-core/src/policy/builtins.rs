@@ -128,7 +128,7 @@ impl Checker<'_> {
         if operands.len() == 1 || code == "-" || code.trim().is_empty() {
             return Ok(());
         }
-        self.check_script(code, depth + 1, false)
+        self.check_script(code, depth + 1, self.grammar)
     }
 }
 
@@ -322,8 +322,21 @@ fn check_cd(lname: &str, args: &[Arg]) -> Check {
         // Rotating the stack only revisits directories pushed (and checked) before.
         return Ok(());
     }
-    if path == "-" || crate::path::parse(path).is_err() {
+    if path == "-" {
         return Err(refuse(&format!("{lname} {}", dir.raw), RefuseReason::Directory, hint));
+    }
+    check_directory(&format!("{lname} {}", dir.raw), path)
+}
+
+/// A directory a command changes into (`cd`, `env -C`, the starting points of
+/// `find -execdir`): a relative path inside the workspace.
+pub(super) fn check_directory(node: &str, path: &str) -> Check {
+    if path != "." && path != "./" && crate::path::parse(path).is_err() {
+        return Err(refuse(
+            node,
+            RefuseReason::Directory,
+            "change only into a relative path inside the workspace, such as src (no .., no absolute path, no ~ or $HOME)",
+        ));
     }
     Ok(())
 }

@@ -26,6 +26,7 @@
 
 mod argv;
 mod builtins;
+mod grammar;
 mod names;
 mod script;
 mod words;
@@ -147,6 +148,12 @@ pub enum RefuseReason {
     PathInName,
     /// The command name is empty or has characters no program name needs.
     InvalidName,
+    /// Syntax that only bash reads as such, in a script for a POSIX shell (`$'`, `&>`, `[[`...).
+    ShellGrammar,
+    /// A here-document where shells disagree about where its body ends.
+    HereDocument,
+    /// A duplication of a file descriptor above 2 that the script did not open itself.
+    Descriptor,
     /// Code built or loaded at run time: `eval`, `source`, `alias`, `${!x}`, `${x@P}`...
     DynamicCode,
     /// A shell's `-c` script is not a literal, or a shell would read commands from stdin.
@@ -181,6 +188,9 @@ impl RefuseReason {
             RefuseReason::PathInName => "path_in_name",
             RefuseReason::InvalidName => "invalid_name",
             RefuseReason::DynamicCode => "dynamic_code",
+            RefuseReason::ShellGrammar => "shell_grammar",
+            RefuseReason::HereDocument => "here_document",
+            RefuseReason::Descriptor => "descriptor",
             RefuseReason::NestedScript => "nested_script",
             RefuseReason::Wrapper => "wrapper",
             RefuseReason::ParseError => "parse_error",

@@ -44,6 +44,16 @@ pub const UNCHECKED_RUNNERS: &[&str] = &[
     "rlwrap", "faketime", "fakeroot", "fakechroot", "eatmydata", "torsocks", "proxychains",
     "proxychains4", "firejail", "bwrap", "proot", "sandbox-exec", "caffeinate", "arch",
     "dbus-run-session", "dbus-launch", "xvfb-run", "entr", "catchsegv", "ssh-agent",
+    // Runners with options the policy does not follow: they start a program as another user,
+    // in another namespace, context or cgroup, later, or remotely.
+    "start-stop-daemon", "chpst", "daemonize", "numactl", "runcon", "cgexec", "schedtool", "uclampset",
+    "choom", "hwloc-bind", "cpulimit", "trickle", "tsocks", "torify", "nocache", "systemd-nspawn",
+    "systemd-inhibit", "schroot", "su-exec", "gosu", "setuidgid", "envuidgid", "softlimit", "envdir",
+    "setlock", "pgrphack", "s6-setuidgid", "s6-envdir", "s6-softlimit", "ssh", "sshpass", "rsh", "mosh",
+    "lxc-attach", "lxc-execute", "flatpak-spawn", "run-parts", "chronic", "ifne", "pee", "lckdo",
+    "mispipe", "zrun", "watchexec", "please", "calife", "beesu", "xdg-su", "op",
+    "ld.so", "ld-linux.so.2", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "qemu-x86_64",
+    "qemu-aarch64", "qemu-i386", "qemu-arm",
     // Shells whose syntax the policy does not parse.
     "fish", "csh", "tcsh", "nu", "elvish", "xonsh", "pwsh", "powershell", "rc", "es", "ion",
 ];
@@ -68,6 +78,12 @@ pub(crate) const DEVICE_TARGETS: &[&str] = &["/dev/null", "/dev/stdin", "/dev/st
 
 pub(crate) fn lookup<'a>(table: &'a [(&'a str, &'a str)], lname: &str) -> Option<&'a str> {
     table.iter().find(|(n, _)| *n == lname).map(|(_, h)| *h)
+}
+
+/// Whether `lname` is an unchecked runner: in [`UNCHECKED_RUNNERS`], or a user-mode emulator or
+/// dynamic loader (`qemu-*`, `ld-linux*`), which run the program file they are given.
+pub(crate) fn is_unchecked_runner(lname: &str) -> bool {
+    UNCHECKED_RUNNERS.contains(&lname) || lname.starts_with("qemu-") || lname.starts_with("ld-linux")
 }
 
 pub(crate) fn contains(table: &[&str], lname: &str) -> bool {

@@ -15,14 +15,17 @@ use brush_parser::word::{Parameter, ParameterExpr, ParameterTransformOp, WordPie
 
 use super::argv::{check_variable_name, protected_variable, refuse, too_deep, Arg, Checker};
 use super::names::{self, DEVICE_TARGETS};
+use super::grammar::{self, Grammar};
 use super::words::{self, arith_text_safe, Dynamic, WordInfo};
 use super::{Check, RefuseReason, MAX_NESTING, MAX_SCRIPT_OPENERS, SCRIPT_STACK_BYTES};
 
 #[derive(Clone, Copy)]
 struct Ctx {
     depth: usize,
-    /// The script runs under zsh, whose glob qualifiers can run code.
-    zsh: bool,
+    /// The grammar of the shell that runs the script (zsh's glob qualifiers can run code).
+    grammar: Grammar,
+    /// Inside a command or process substitution, where here-documents are refused.
+    in_substitution: bool,
 }
 
 /// Words that open a nesting level in the grammar.
@@ -93,28 +96,34 @@ fn redirect_operator(kind: &IoFileRedirectKind) -> &'static str {
 
 impl Checker<'_> {
     /// Checks a shell script: every command it can run, every file it can redirect to.
-    pub(crate) fn check_script(&mut self, text: &str, depth: usize, zsh: bool) -> Check {
+    pub(crate) fn check_script(&mut self, text: &str, depth: usize, grammar: Grammar) -> Check {
+        self.check_script_in(text, depth, grammar, false)
+    }
+
+    fn check_script_in(&mut self, text: &str, depth: usize, grammar: Grammar, in_substitution: bool) -> Check {
         if self.on_script_stack {
-            return self.check_script_here(text, depth, zsh);
+            return self.check_script_here(text, depth, grammar, in_substitution);
         }
         // The first script moves the check to a stack sized for the parser's recursion.
         self.on_script_stack = true;
-        let result = stacker::grow(SCRIPT_STACK_BYTES, || self.check_script_here(text, depth, zsh));
+        let result = stacker::grow(SCRIPT_STACK_BYTES, || self.check_script_here(text, depth, grammar, in_substitution));
         self.on_script_stack = false;
         result
     }
 
-    fn check_script_here(&mut self, text: &str, depth: usize, zsh: bool) -> Check {
+    fn check_script_here(&mut self, text: &str, depth: usize, grammar: Grammar, in_substitution: bool) -> Check {
         if depth > MAX_NESTING {
             return Err(too_deep(text));
         }
         prescan(text)?;
+        // Linear, and first: it also bounds the parser's work on nested quoting.
+        grammar::scan(text, grammar)?;
         let program = parse_program(text)?;
-        let ctx = Ctx { depth, zsh };
-        for list in &program.complete_commands {
-            self.walk_list(list, ctx)?;
-        }
-        Ok(())
+        let ctx = Ctx { depth, grammar, in_substitution };
+        let outer = std::mem::replace(&mut self.grammar, grammar);
+        let result = program.complete_commands.iter().try_for_each(|list| self.walk_list(list, ctx));
+        self.grammar = outer;
+        result
     }
 
     fn walk_list(&mut self, list: &CompoundList, ctx: Ctx) -> Check {
@@ -135,6 +144,10 @@ impl Checker<'_> {
     }
 
     fn walk_pipeline(&mut self, pipeline: &Pipeline, ctx: Ctx) -> Check {
+        if pipeline.timed.is_some() && ctx.grammar == Grammar::Posix {
+            // In a POSIX shell `time` is no keyword: it is the program found on PATH.
+            self.check_argv(&[Arg::literal("time")], ctx.depth)?;
+        }
         for command in &pipeline.seq {
             self.walk_command(command, ctx)?;
         }
@@ -217,6 +230,18 @@ impl Checker<'_> {
     }
 
     fn walk_simple(&mut self, simple: &SimpleCommand, ctx: Ctx) -> Check {
+        let outer = std::mem::take(&mut self.local_fds);
+        let result = self.walk_simple_here(simple, ctx);
+        let opened = std::mem::replace(&mut self.local_fds, outer);
+        let is_exec = simple.word_or_name.as_ref().is_some_and(|w| w.value == "exec");
+        if result.is_ok() && is_exec {
+            // `exec 3>file` keeps descriptor 3 open for the rest of the script.
+            self.exec_fds.extend(opened);
+        }
+        result
+    }
+
+    fn walk_simple_here(&mut self, simple: &SimpleCommand, ctx: Ctx) -> Check {
         let mut args: Vec<Arg> = Vec::new();
         for item in simple.prefix.iter().flat_map(|p| p.0.iter()) {
             self.walk_item(item, &mut args, ctx)?;
@@ -281,7 +306,7 @@ impl Checker<'_> {
         if ctx.depth + 1 > MAX_NESTING {
             return Err(too_deep("<(...)"));
         }
-        self.walk_list(list, Ctx { depth: ctx.depth + 1, ..ctx })
+        self.walk_list(list, Ctx { depth: ctx.depth + 1, in_substitution: true, ..ctx })
     }
 
     fn walk_assignment(&mut self, assignment: &Assignment, raw: &str, ctx: Ctx) -> Check {
@@ -311,23 +336,59 @@ impl Checker<'_> {
     }
 
     fn walk_redirect_list(&mut self, list: Option<&RedirectList>, ctx: Ctx) -> Check {
-        for redirect in list.iter().flat_map(|l| l.0.iter()) {
-            self.walk_redirect(redirect, ctx)?;
+        let outer = std::mem::take(&mut self.local_fds);
+        let result = list.iter().flat_map(|l| l.0.iter()).try_for_each(|redirect| self.walk_redirect(redirect, ctx));
+        self.local_fds = outer;
+        result
+    }
+
+    /// A duplication of descriptor `fd` (`>&fd`, `<&fd`): above 2 it must be one the script
+    /// opened itself, not one the shell inherited from its parent.
+    fn check_duplicated_fd(&self, node: &str, fd: i64) -> Check {
+        if fd <= 2 || self.local_fds.iter().chain(&self.exec_fds).any(|&open| i64::from(open) == fd) {
+            return Ok(());
+        }
+        Err(refuse(
+            node,
+            RefuseReason::Descriptor,
+            format!("descriptor {fd} is not one the script opened; a descriptor above 2 is only usable after the script opens it (exec {fd}>out.txt), or use 1 and 2"),
+        ))
+    }
+
+    /// Records the descriptor a redirection opens (`3>file`, `4>&1`, `5<<EOF`).
+    fn opened_fd(&mut self, fd: Option<&brush_parser::ast::IoFd>) {
+        if let Some(&fd) = fd {
+            if fd > 2 {
+                self.local_fds.push(fd);
+            }
+        }
+    }
+
+    fn walk_redirect(&mut self, redirect: &IoRedirect, ctx: Ctx) -> Check {
+        self.walk_redirect_here(redirect, ctx)?;
+        match redirect {
+            IoRedirect::File(fd, _, _) | IoRedirect::HereDocument(fd, _) | IoRedirect::HereString(fd, _) => self.opened_fd(fd.as_ref()),
+            IoRedirect::OutputAndError(..) => {}
         }
         Ok(())
     }
 
-    fn walk_redirect(&mut self, redirect: &IoRedirect, ctx: Ctx) -> Check {
+    fn walk_redirect_here(&mut self, redirect: &IoRedirect, ctx: Ctx) -> Check {
         match redirect {
             IoRedirect::File(_, kind, target) => match target {
                 IoFileRedirectTarget::Filename(word) => self.redirect_target(redirect_operator(kind), word, ctx),
-                IoFileRedirectTarget::Fd(_) => Ok(()),
+                IoFileRedirectTarget::Fd(fd) => self.check_duplicated_fd(&format!("{}{fd}", redirect_operator(kind)), i64::from(*fd)),
                 IoFileRedirectTarget::ProcessSubstitution(_, subshell) => self.walk_nested_list(&subshell.list, ctx),
                 IoFileRedirectTarget::Duplicate(word) => {
                     let pieces = words::parse(&word.value)?;
                     self.walk_pieces(&pieces, ctx)?;
                     match words::analyse(&pieces).value {
-                        Ok(v) if is_fd_word(&v) => Ok(()),
+                        // `-` closes.
+                        Ok(v) if v == "-" => Ok(()),
+                        Ok(v) if is_fd_word(&v) => {
+                            let fd = v.trim_end_matches('-').parse::<i64>().unwrap_or(i64::MAX);
+                            self.check_duplicated_fd(&format!("{}{v}", redirect_operator(kind)), fd)
+                        }
                         // `>&file` is bash for `&>file`.
                         Ok(_) => self.redirect_target(redirect_operator(kind), word, ctx),
                         Err(_) => Err(refuse(
@@ -339,6 +400,14 @@ impl Checker<'_> {
                 }
             },
             IoRedirect::HereDocument(_, doc) => {
+                if ctx.in_substitution {
+                    return Err(refuse(
+                        &format!("<<{}", doc.here_end.value),
+                        RefuseReason::HereDocument,
+                        "a here-document inside $(...), backticks or <(...) ends where bash's own reading of the substitution says, which the policy cannot follow; write the text to a file with write_file, or move the here-document to the top level of the script",
+                    ));
+                }
+                check_heredoc_lines(doc)?;
                 if doc.requires_expansion {
                     let pieces = words::parse_heredoc(&doc.doc.value)?;
                     self.walk_pieces(&pieces, ctx)?;
@@ -440,7 +509,7 @@ impl Checker<'_> {
                             }
                         }
                     }
-                    if ctx.zsh && text.contains('(') {
+                    if ctx.grammar == Grammar::Zsh && text.contains('(') {
                         return Err(refuse(
                             text,
                             RefuseReason::DynamicCode,
@@ -450,7 +519,7 @@ impl Checker<'_> {
                 }
                 WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => self.walk_pieces(inner, ctx)?,
                 WordPiece::CommandSubstitution(script) | WordPiece::BackquotedCommandSubstitution(script) => {
-                    self.check_script(script, ctx.depth + 1, ctx.zsh)?
+                    self.check_script_in(script, ctx.depth + 1, ctx.grammar, true)?
                 }
                 WordPiece::ParameterExpansion(expr) => self.walk_parameter(expr, ctx)?,
                 WordPiece::ArithmeticExpression(expr) => {
@@ -573,4 +642,33 @@ fn parameter_name(parameter: &Parameter) -> String {
 fn is_fd_word(word: &str) -> bool {
     let digits = word.strip_suffix('-').unwrap_or(word);
     word == "-" || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Refuses a here-document whose body has a line starting with the closing word and going on
+/// (`EOF)`, `EOF `): bash ends some bodies there, the parser does not.
+fn check_heredoc_lines(doc: &brush_parser::ast::IoHereDocument) -> Check {
+    let delimiter = match words::parse(&doc.here_end.value).map(|p| words::analyse(&p).value) {
+        Ok(Ok(d)) => d,
+        _ => {
+            return Err(refuse(
+                &format!("<<{}", doc.here_end.value),
+                RefuseReason::HereDocument,
+                "a here-document's closing word must be a literal word such as EOF or 'EOF'",
+            ))
+        }
+    };
+    if delimiter.is_empty() {
+        return Ok(());
+    }
+    for line in doc.doc.value.lines() {
+        let line = if doc.remove_tabs { line.trim_start_matches('\t') } else { line };
+        if line.starts_with(delimiter.as_str()) {
+            return Err(refuse(
+                line,
+                RefuseReason::HereDocument,
+                "a line of this here-document starts with its closing word followed by more characters, where shells disagree about where it ends; use a closing word that no line of the text starts with",
+            ));
+        }
+    }
+    Ok(())
 }

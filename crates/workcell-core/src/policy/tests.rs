@@ -278,14 +278,40 @@ const SCRIPTS: &[(&str, Option<&str>)] = &[
     ("echo ~+99999999999999999999999", Some("parse_error")),
 ];
 
+/// Scripts of [`SCRIPTS`] that use bash-only syntax: `sh -c` refuses them (`shell_grammar`).
+const BASH_ONLY_SCRIPTS: &[&str] = &[
+    "cmd &> both.log",
+    "diff <(sort a.txt) <(sort b.txt)",
+    "[[ -f x && $y == z* ]]",
+    "[[ $? -ne 0 ]] && exit 1",
+    "coproc rm x",
+    "diff <(sudo cat a) b",
+    "exec > >(sudo tee x)",
+    "cat <<< \"$(rm x)\"",
+    "[[ -n $(rm x) ]]",
+    "$'\\x72m' x",
+    "echo x &> /var/log/x",
+    "((i++))",
+    "for ((i=0; i<3; i++)); do :; done",
+    "[[ $x -gt 1 ]]",
+    "[[ -v $n ]]",
+    "<(echo ls) x",
+];
+
 #[test]
 fn scripts_table() {
     let policy = deny_rm();
+    let mut failures = Vec::new();
     for (script, expect) in SCRIPTS {
         for shell in ["sh", "bash"] {
-            check_case(&policy, &[shell, "-c", script], *expect);
+            // Bash syntax is refused before anything else when a POSIX shell would run it.
+            let expect = if shell == "sh" && BASH_ONLY_SCRIPTS.contains(script) { Some("shell_grammar") } else { *expect };
+            if let Err(e) = std::panic::catch_unwind(|| check_case(&policy, &[shell, "-c", script], expect)) {
+                failures.push(format!("{shell}: {:?}", e.downcast_ref::<String>()));
+            }
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(SCRIPTS.len() >= 60);
 }
 
@@ -399,7 +425,7 @@ fn the_allow_list_applies_to_every_command_run() {
         (&["sh", "-c", "cd src && echo hi; ls | grep x; [ -f y ] || true"], None),
         (&["sh", "-c", "npm test | tail"], Some("not_allow_listed")),
         (&["sh", "-c", "x=$(curl y)"], Some("not_allow_listed")),
-        (&["sh", "-c", "echo <(wget y)"], Some("not_allow_listed")),
+        (&["bash", "-c", "echo <(wget y)"], Some("not_allow_listed")),
         (&["sh", "-c", "command curl x"], Some("not_allow_listed")),
         (&["sh", "-c", "f() { curl x; }"], Some("not_allow_listed")),
         (&["sh", "-c", "trap 'curl x' EXIT"], Some("not_allow_listed")),
@@ -456,14 +482,14 @@ fn deep_nesting_is_bounded_not_a_stack_overflow() {
         format!("{}true{}", "(true; ".repeat(n), ")".repeat(n)),
         format!("{}true;{}", "{ ".repeat(n), "} ".repeat(n)),
         format!("{}true{}", "if true; then ".repeat(n), "; fi".repeat(n)),
-        format!("[[ {}a ]]", "! ".repeat(n - 2)),
     ] {
         check_case(&policy, &["sh", "-c", &script], None);
     }
+    check_case(&policy, &["bash", "-c", &format!("[[ {}a ]]", "! ".repeat(n - 2))], None);
+    check_case(&policy, &["bash", "-c", &format!("[[ {}a ]]", "! ".repeat(n - 1))], Some("too_complex"));
     // One more construct is refused before parsing.
     for script in [
         format!("{}true{}", "(true; ".repeat(n + 1), ")".repeat(n + 1)),
-        format!("[[ {}a ]]", "! ".repeat(n - 1)),
         format!("echo {}x{}", "$(".repeat(10_000), ")".repeat(10_000)),
         format!("{}true{}", "if true; then ".repeat(1_500), "; fi".repeat(1_500)),
         "{ ".repeat(16_000),
@@ -567,4 +593,140 @@ proptest! {
         let script: String = script.into_iter().collect();
         prop_assert!(check_unguarded(argv(&["sh", "-c", &script])).is_ok(), "panicked on {:?}", script);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regression tests of the security review: each script was allowed before and ran a program
+// the policy never saw, or wrote outside the workspace.
+
+#[test]
+fn sh_reads_ansi_c_quotes_as_dollar_and_a_quote_so_the_middle_line_runs() {
+    check_case(&deny_rm(), &["sh", "-c", "echo $'\\'\nsudo -u root id\necho \\'' #'"], Some("shell_grammar"));
+    check_case(&deny_rm(), &["dash", "-c", "echo $\"x\""], Some("shell_grammar"));
+    // bash reads $'..' as the parser does.
+    check_case(&deny_rm(), &["bash", "-c", "echo $'\\'\nsudo -u root id\necho \\'' #'"], None);
+}
+
+#[test]
+fn sh_reads_ampersand_greater_as_background_then_a_redirection() {
+    check_case(&deny_rm(), &["sh", "-c", "true &>/dev/null sudo id"], Some("shell_grammar"));
+    check_case(&deny_rm(), &["ash", "-c", "a |& b"], Some("shell_grammar"));
+}
+
+#[test]
+fn sh_runs_double_bracket_as_a_command_and_its_operators_as_syntax() {
+    check_case(&deny_rm(), &["sh", "-c", "[[ a || sudo == x ]]"], Some("shell_grammar"));
+    check_case(&deny_rm(), &["sh", "-c", "[[ x > /outside/file ]]"], Some("shell_grammar"));
+    for script in ["((1)) && ls", "cat <<< x", "function f { ls; }", "cat <(ls)", "ls > >(cat)", "coproc ls", "echo $(echo [[ x ]])"] {
+        for shell in ["sh", "dash", "posh", "yash", "ksh", "mksh"] {
+            check_case(&deny_rm(), &[shell, "-c", script], Some("shell_grammar"));
+        }
+        check_case(&deny_rm(), &["bash", "-c", script], None);
+    }
+}
+
+#[test]
+fn sh_runs_time_as_a_program() {
+    let policy = Policy::default().with_allow(["ls"]);
+    check_case(&policy, &["sh", "-c", "time ls"], Some("not_allow_listed"));
+    check_case(&policy, &["bash", "-c", "time ls"], None);
+}
+
+#[test]
+fn bash_ends_a_here_document_in_a_substitution_at_a_closing_word_with_a_parenthesis() {
+    for script in [
+        "echo $(cat <<EOF\nx\nEOF)\nsudo csub\nEOF\n)",
+        "x=$(cat <<EOF\nx\nEOF)\nsudo csub\nEOF\n)",
+        "x=$(cat <<'EOF'\nx\nEOF)\nsudo csub\nEOF\n)",
+        "x=$(cat <<-EOF\n\tx\n\tEOF)\nsudo csub\nEOF\n)",
+        "x=`cat <<EOF\nx\nEOF`\nsudo csub\nEOF\n`",
+        "echo \"$(cat <<EOF\nx\nEOF\n)\"",
+        "cat <<EOF\nx\nEOF)\nsudo\nEOF",
+    ] {
+        for shell in ["sh", "bash"] {
+            check_case(&deny_rm(), &[shell, "-c", script], Some("here_document"));
+        }
+    }
+    check_case(&deny_rm(), &["bash", "-c", "cat <<EOF\n$(date)\nEOF\necho ok"], None);
+}
+
+#[test]
+fn xargs_hands_its_input_to_a_nested_wrapper() {
+    let policy = Policy::default().with_allow(["ls", "xargs", "env", "nice", "find", "git"]);
+    for script in ["echo id -u | xargs xargs", "echo uname -a | xargs env", "echo id | xargs nice", "xargs -n1 sh", "xargs timeout 5", "find . -exec xargs env \\;"] {
+        assert!(check_command(&argv(&["sh", "-c", script]), &policy).is_err(), "{script}");
+    }
+    for items in [&["xargs", "xargs"][..], &["xargs", "env"], &["xargs", "-0", "nice", "-n", "5"], &["xargs", "sh"]] {
+        assert!(check_command(&argv(items), &policy).is_err(), "{items:?}");
+    }
+    // Programs that take the input as data stay allowed.
+    for items in [&["xargs", "ls"][..], &["xargs", "git", "add"], &["xargs", "-I", "{}", "ls", "{}"], &["xargs", "sh", "-c", "ls \"$@\"", "_"]] {
+        check_case(&policy, items, None);
+    }
+}
+
+#[test]
+fn unknown_runners_are_followed_or_refused() {
+    let policy = deny_rm();
+    for items in [
+        &["prlimit", "--nofile=100", "sudo", "id"][..],
+        &["prlimit", "-n100", "sudo"],
+        &["setarch", "x86_64", "sudo", "id"],
+        &["setarch", "x86_64", "-R", "sudo"],
+        &["linux64", "sudo"],
+        &["linux32", "--addr-no-randomize", "sudo"],
+        &["x86_64", "sudo"],
+    ] {
+        check_case(&policy, items, Some("deny_listed"));
+    }
+    for items in [&["prlimit", "--nofile=100", "ls"][..], &["setarch", "x86_64", "-R", "ls"], &["linux64", "ls"], &["prlimit", "--pid", "1"]] {
+        check_case(&policy, items, None);
+    }
+    for name in [
+        "start-stop-daemon", "numactl", "chpst", "daemonize", "nsenter", "capsh", "sg", "newgrp", "setpriv", "runcon",
+        "systemd-run", "firejail", "bwrap", "proot", "fakeroot", "faketime", "cgexec", "schedtool", "unbuffer", "rlwrap",
+        "ssh", "gosu", "su-exec", "qemu-x86_64", "ld-linux-x86-64.so.2", "run-parts", "pee",
+    ] {
+        check_case(&policy, &[name, "ls"], Some("unchecked_runner"));
+        check_case(&policy, &["sh", "-c", &format!("{name} ls")], Some("unchecked_runner"));
+    }
+}
+
+#[test]
+fn wrappers_that_change_directory_are_checked_like_cd() {
+    let policy = deny_rm();
+    for items in [
+        &["env", "-C", "/tmp", "sh", "-c", "echo x > f"][..],
+        &["env", "--chdir=/tmp", "touch", "f"],
+        &["env", "--chdir", "..", "ls"],
+        &["env", "-C..", "ls"],
+        &["find", "/tmp", "-execdir", "touch", "f", ";"],
+        &["find", "-L", "..", "-okdir", "ls", ";"],
+    ] {
+        check_case(&policy, items, Some("directory"));
+    }
+    check_case(&policy, &["sh", "-c", "find \"$d\" -execdir ls \\;"], Some("directory"));
+    for items in [&["env", "-C", "sub", "ls"][..], &["find", "src", "-execdir", "ls", ";"], &["find", "-execdir", "ls", ";"], &["find", "/tmp", "-exec", "ls", ";"]] {
+        check_case(&policy, items, None);
+    }
+}
+
+#[test]
+fn inherited_descriptors_above_two_cannot_be_duplicated() {
+    let policy = deny_rm();
+    for script in ["echo x >&3", "cat <&5", "ls 1>&9", "exec 4>&7", "ls >&3-", "{ ls >&3; } 3>out.txt", "true 3>x.txt; cat <&3", "ls >&99999999999999999999"] {
+        check_case(&policy, &["sh", "-c", script], Some("descriptor"));
+    }
+    for script in ["exec 3>out.txt; echo x >&3; exec 3>&-", "ls 3>out.txt >&3", "exec 3>&1; ls >&3", "ls 2>&1 >&2", "ls 3<in.txt <&3", "ls >&-"] {
+        check_case(&policy, &["sh", "-c", script], None);
+    }
+}
+
+#[test]
+fn nested_default_expansions_over_the_cap_are_refused_before_parsing() {
+    // `"${x:-` nested deep made parsing quadratic (500 ms for 32 KiB, then accepted).
+    let deep = format!("echo {}x{}", "\"${x:-".repeat(5_000), "}\"".repeat(5_000));
+    check_case(&Policy::default(), &["bash", "-c", &deep[..deep.len().min(DEFAULT_MAX_ARGUMENT_BYTES)]], Some("too_complex"));
+    let within = format!("echo {}x{}", "\"${x:-".repeat(12), "}\"".repeat(12));
+    check_case(&Policy::default(), &["bash", "-c", &within], None);
 }

@@ -5,6 +5,8 @@
 //! program itself. An option the policy does not know is refused rather than guessed at.
 
 use super::argv::{check_variable_name, protected_variable, refuse, Arg, Checker};
+use super::builtins::check_directory;
+use super::grammar::Grammar;
 use super::names;
 use super::{Check, RefuseReason, Refusal};
 
@@ -151,8 +153,45 @@ pub(super) fn spec_for(lname: &str) -> Option<Spec> {
             long_no_command: HELP_VERSION,
             ..Spec::default()
         },
+        "prlimit" => Spec {
+            flags: "hV",
+            with_arg: "po",
+            optional_arg: "AcdefilmnqrstuxyS",
+            no_command: "phV",
+            long_flags: &["noheadings", "raw", "verbose"],
+            long_with_arg: &["pid", "output"],
+            long_optional: &[
+                "as", "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile", "nproc", "rss",
+                "rtprio", "rttime", "sigpending", "stack",
+            ],
+            long_no_command: &["help", "version", "pid"],
+            ..Spec::default()
+        },
+        "setarch" => Spec { long_no_command: &["help", "version", "list"], no_command: "hV", flags: "hV", operands: 1, ..Spec::default() },
+        name if SETARCH_ALIASES.contains(&name) => setarch_options(),
         _ => return None,
     })
+}
+
+/// Names of setarch that fix the architecture (`linux64 CMD` is `setarch x86_64 CMD`).
+pub(crate) const SETARCH_ALIASES: &[&str] = &[
+    "linux32", "linux64", "i386", "i486", "i586", "i686", "x86_64", "ia64", "ppc", "ppc32", "ppc64", "ppcle",
+    "ppc64le", "s390", "s390x", "sparc", "sparc32", "sparc32bash", "sparc64", "mips", "mips32", "mips64", "parisc",
+    "parisc32", "parisc64", "alpha", "arm", "armh", "armv7l", "armv8l", "aarch64", "uname26",
+];
+
+/// The personality options of setarch (after its architecture) and of its aliases.
+fn setarch_options() -> Spec {
+    Spec {
+        flags: "vRFZLXBIST3hV",
+        no_command: "hV",
+        long_flags: &[
+            "verbose", "addr-no-randomize", "fdpic-funcptrs", "mmap-page-zero", "addr-compat-layout", "read-implies-exec",
+            "32bit", "short-inode", "whole-seconds", "sticky-timeouts", "3gb", "4gb", "uname-2.6",
+        ],
+        long_no_command: &["help", "version", "list"],
+        ..Spec::default()
+    }
 }
 
 struct Parsed {
@@ -366,7 +405,17 @@ impl Checker<'_> {
                     .or(parsed.value("J").flatten())
                     .or(parsed.value("i").map(|v| v.unwrap_or("{}")))
                     .or(parsed.value("replace").map(|v| v.unwrap_or("{}")));
-                let Some(replace) = replace else { return self.check_inner(inner, depth) };
+                let Some(replace) = replace else {
+                    // Append mode: the input becomes more arguments, so a wrapper or a shell
+                    // in `inner` could take its program or script from it (`xargs xargs`,
+                    // `xargs env`). Check the command as if it ended with an unknown word.
+                    if inner.is_empty() {
+                        return Ok(());
+                    }
+                    let mut appended = inner.to_vec();
+                    appended.push(Arg::input());
+                    return self.check_inner(&appended, depth);
+                };
                 if let Some(first) = inner.first() {
                     if !replace.is_empty() && first.value().is_some_and(|n| n.contains(replace)) {
                         return Err(wrapper(
@@ -390,7 +439,7 @@ impl Checker<'_> {
                                 "the script given to `flock -c` must be a literal string",
                             ));
                         };
-                        return self.check_script(script, depth + 1, false);
+                        return self.check_script(script, depth + 1, Grammar::Posix);
                     }
                 }
                 self.check_inner(inner, depth)
@@ -410,7 +459,25 @@ impl Checker<'_> {
                 if script.is_empty() {
                     return Ok(());
                 }
-                self.check_script(&script, depth + 1, false)
+                self.check_script(&script, depth + 1, Grammar::Posix)
+            }
+            "env" => {
+                // env -C DIR runs the program elsewhere: its relative redirections and paths
+                // are then outside the workspace.
+                for key in ["C", "chdir"] {
+                    if let Some(Some(dir)) = parsed.value(key) {
+                        check_directory(&format!("env --chdir={dir}"), dir)?;
+                    }
+                }
+                self.check_inner(inner, depth)
+            }
+            "setarch" => {
+                // setarch ARCH [options] [program]: options come after the architecture.
+                let after = parse_options(&args[parsed.next - 1..], &setarch_options(), lname)?;
+                if after.no_command {
+                    return Ok(());
+                }
+                self.check_inner(&args[parsed.next - 1 + after.next..], depth)
             }
             _ => self.check_inner(inner, depth),
         }
@@ -429,6 +496,32 @@ impl Checker<'_> {
 
     pub(super) fn check_find(&mut self, args: &[Arg], depth: usize) -> Check {
         self.require_allowed("find", &args[0].raw)?;
+        if args.iter().any(|a| matches!(a.value(), Some("-execdir" | "-okdir"))) {
+            // -execdir runs its command in the directory of each file found, beneath the
+            // starting points: they must be directories inside the workspace, as for cd.
+            let mut i = 1;
+            while let Some(v) = args.get(i).and_then(Arg::value) {
+                match v {
+                    "-H" | "-L" | "-P" => i += 1,
+                    "-D" => i += 2,
+                    v if v.starts_with("-O") => i += 1,
+                    _ => break,
+                }
+            }
+            for arg in &args[i.min(args.len())..] {
+                match arg.value() {
+                    Some(v) if v.starts_with('-') || v == "(" || v == "!" || v == "," => break,
+                    Some(v) => check_directory(&format!("find {v}"), v)?,
+                    None => {
+                        return Err(refuse(
+                            &arg.raw,
+                            RefuseReason::Directory,
+                            "find -execdir runs commands beneath its starting points, which must be literal relative paths inside the workspace",
+                        ))
+                    }
+                }
+            }
+        }
         // Every -exec family primary starts a command, checked even where find might read the
         // word differently (a primary's argument that happens to be spelled -exec): checking
         // more words as commands can only refuse more.
