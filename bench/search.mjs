@@ -138,7 +138,9 @@ async function hostile(h, name, root, call) {
     () => "resolved",
     (e) => (e?.name === "AbortError" ? "aborted" : `rejected: ${e}`),
   );
-  await new Promise((r) => setTimeout(r, 100));
+  // Aborted halfway through (at most 100 ms in), so the call is still running.
+  const abortAfter = Math.max(1, Math.min(100, took / 2));
+  await new Promise((r) => setTimeout(r, abortAfter));
   const a0 = performance.now();
   ac.abort();
   const how = await pending;
@@ -148,7 +150,7 @@ async function hostile(h, name, root, call) {
     ["peak RSS growth", "MiB", rssGrowth, 64, resetOk ? "VmHWM after clear_refs" : "RSS sampled every 5 ms"],
     ["worst event-loop lag", "ms", worstLag, 50, "monitorEventLoopDelay max"],
     ["worst concurrent read_file", "ms", worstRead, 50, `${reads} small reads during the call`],
-    ["abort settles", "ms", abortMs, 250, `aborted 100 ms in; the call ${how}`],
+    ["abort settles", "ms", abortMs, 250, `aborted ${abortAfter.toFixed(0)} ms in; the call ${how}`],
   ];
   for (const [what, unit, value, target, notes] of rows) {
     h.row({
@@ -166,7 +168,7 @@ async function hostile(h, name, root, call) {
   }
 }
 
-async function hostileInputs(h) {
+export async function hostileInputs(h) {
   // Finding 2: a 1 MiB file whose every line matches, hard-linked under 150 long names (paths of 3 KB).
   {
     const { dir, cleanup } = await h.tempDir("workcell-bench-hostile-");
@@ -185,6 +187,24 @@ async function hostileInputs(h) {
       await hostile(h, "search_files, 150 long-named links of a slow 1 MiB file", dir, async (signal) => {
         const r = await tool.execute(input, { signal });
         return `${r.matches.length} matches, truncated ${r.truncated}`;
+      });
+    } finally {
+      await cleanup();
+    }
+  }
+  // Finding 4: one 8 MiB line (skipped past the 1 MiB line cap), and 1 MiB lines matched by a
+  // pattern whose lazy DFA thrashes (the slowest matching per byte the size limits allow).
+  {
+    const { dir, cleanup } = await h.tempDir("workcell-bench-hostile-");
+    try {
+      await writeFile(join(dir, "small.txt"), "hello\n");
+      await writeFile(join(dir, "one-line.txt"), `${"ab ".repeat((8 << 20) / 3)}\n`);
+      for (let i = 0; i < 8; i++) await writeFile(join(dir, `mega-${i}.txt`), `${"ab ".repeat(((1 << 20) - 8) / 3)}\n`);
+      const tool = createSearchTool(dir);
+      const input = tool.validate({ pattern: "(\\w+\\s+){1,20}zz[\\p{L}]{20}", limit: 10 });
+      await hostile(h, "search_files, an 8 MiB line and 1 MiB lines with a slow pattern", dir, async (signal) => {
+        const r = await tool.execute(input, { signal });
+        return `${r.matches.length} matches; ${r.note ?? ""}`.slice(0, 200);
       });
     } finally {
       await cleanup();
@@ -244,6 +264,8 @@ async function hostileInputs(h) {
       });
     } finally {
       process.chdir(cwd);
+      // Paths in this tree pass PATH_MAX: rm -rf removes it beneath descriptors.
+      spawnSync("rm", ["-rf", "--", dir]);
       await cleanup();
     }
   }
