@@ -194,3 +194,73 @@ describe("createMcpServer", () => {
     await a.state.settled;
   });
 });
+
+describe("McpStdioTransport: bad frames are answered and the session goes on", () => {
+  /** A server over a transport fed through `input`; the lines it writes, parsed. */
+  async function frames(transport: "workcell" | "sdk") {
+    const { PassThrough } = await import("node:stream");
+    const { McpStdioTransport } = await import("workcell/mcp");
+    const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const lines: Record<string, unknown>[] = [];
+    let buffered = "";
+    output.on("data", (c: Buffer) => {
+      buffered += c.toString();
+      let nl: number;
+      while ((nl = buffered.indexOf("\n")) !== -1) {
+        lines.push(JSON.parse(buffered.slice(0, nl)));
+        buffered = buffered.slice(nl + 1);
+      }
+    });
+    const server = createMcpServer([fakeTool("one")]);
+    let closed = false;
+    server.onclose = () => (closed = true);
+    const t = transport === "workcell" ? new McpStdioTransport(input, output) : new StdioServerTransport(input, output);
+    await server.connect(t);
+    open.push(server);
+    const send = (obj: unknown) => input.write(`${JSON.stringify(obj)}\n`);
+    const reply = async (id: unknown) => {
+      for (let i = 0; i < 500 && !lines.some((l) => l.id === id); i++) await new Promise((r) => setTimeout(r, 10));
+      return lines.find((l) => l.id === id);
+    };
+    send({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    await reply(0);
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    return { input, send, reply, lines, closed: () => closed };
+  }
+
+  const huge = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"one","arguments":{"x":"${"a".repeat(11 * 1024 * 1024)}"}}}\n`;
+
+  test("an oversized line, a line that is not JSON and a null-params call get JSON-RPC errors; tools/list still answers", async () => {
+    const s = await frames("workcell");
+    s.input.write(huge(1));
+    expect((await s.reply(1))!.error).toMatchObject({ code: -32600, message: expect.stringContaining("longer than 10485760 bytes") });
+    s.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: null });
+    expect((await s.reply(2))!.error).toMatchObject({ code: -32602, message: expect.stringContaining("got null") });
+    s.input.write("{not json\n");
+    s.send({ jsonrpc: "2.0", id: "three", method: "tools/call", params: "x" });
+    expect((await s.reply("three"))!.error).toMatchObject({ code: -32602 });
+    s.send({ jsonrpc: "2.0", id: 4, method: "tools/list" });
+    const listed = await s.reply(4);
+    expect((listed!.result as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(["one"]);
+    // The parse error was answered with id null, in order.
+    expect(s.lines.filter((l) => l.id === null).map((l) => (l.error as { code: number }).code)).toEqual([-32700]);
+    // A valid call still runs.
+    s.send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "one", arguments: {} } });
+    expect((await s.reply(5))!.result).toMatchObject({ isError: false });
+    expect(s.closed()).toBe(false);
+  });
+
+  test("the MCP SDK's own stdio transport closes on the same oversized line (what the transport above fixes)", async () => {
+    const s = await frames("sdk");
+    // params: null is dropped without an answer: the next reply is tools/list's.
+    s.send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: null });
+    s.send({ jsonrpc: "2.0", id: 3, method: "tools/list" });
+    await s.reply(3);
+    expect(s.lines.some((l) => l.id === 2)).toBe(false);
+    s.input.write(huge(1));
+    for (let i = 0; i < 500 && !s.closed(); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(s.closed()).toBe(true);
+  });
+});

@@ -260,3 +260,43 @@ describe("workcell mcp flags", () => {
     expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version);
   });
 });
+
+describe("workcell mcp survives bad frames", () => {
+  test("after an oversized line and a null-params call, the same connection still answers tools/list", async () => {
+    const { root } = await prepare();
+    const child = spawn(process.execPath, [BIN, "mcp", "--root", root], { stdio: ["pipe", "pipe", "pipe"] });
+    try {
+      const lines: Record<string, unknown>[] = [];
+      let buffered = "";
+      child.stdout.on("data", (c: Buffer) => {
+        buffered += c.toString();
+        let nl: number;
+        while ((nl = buffered.indexOf("\n")) !== -1) {
+          lines.push(JSON.parse(buffered.slice(0, nl)));
+          buffered = buffered.slice(nl + 1);
+        }
+      });
+      const send = (obj: unknown) => child.stdin.write(`${JSON.stringify(obj)}\n`);
+      const reply = async (id: unknown) => {
+        await waitFor(() => lines.some((l) => l.id === id), 20_000);
+        return lines.find((l) => l.id === id);
+      };
+      send({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+      expect((await reply(0))!.result).toBeDefined();
+      send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      child.stdin.write(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"${"a".repeat(11 << 20)}"}}}\n`);
+      expect((await reply(1))!.error).toMatchObject({ code: -32600 });
+      send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: null });
+      expect((await reply(2))!.error).toMatchObject({ code: -32602 });
+      send({ jsonrpc: "2.0", id: 3, method: "tools/list" });
+      const listed = (await reply(3))!.result as { tools: { name: string }[] };
+      expect(listed.tools.map((t) => t.name)).toEqual(TOOLS);
+      send({ jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "read_file", arguments: { path: "src/a.txt" } } });
+      expect(JSON.stringify((await reply(4))!.result)).toContain("alpha");
+      expect(child.exitCode).toBe(null);
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    }
+  });
+});

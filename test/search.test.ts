@@ -154,6 +154,24 @@ describe("search_files arguments", () => {
     expect(content(result).error.code).toBe("TOOL_ARGUMENTS_INVALID");
   });
 
+  test("a pathological pattern is only parsed by validate and refused by execute, by the compile size limit", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "abc\n");
+    const tool = createSearchTool(root);
+    for (const pattern of ["[\\p{L}]{1000}", "(\\w{1,100}){1,100}"]) {
+      // validate does a linear parse only: the pattern is well-formed, so it passes...
+      const input = tool.validate({ pattern });
+      // ...and the compile, off the event loop, refuses it with a clear message.
+      const err = (await tool.execute(input, ctx()).catch((e: unknown) => e)) as ToolError;
+      expect(err).toBeInstanceOf(ToolError);
+      expect(err.code).toBe("TOOL_ARGUMENTS_INVALID");
+      expect(err.hint).toContain("compiles to more than 4194304 bytes");
+      expect(err.hint).toContain("literal: true");
+    }
+    // Syntax errors still come from validate.
+    expect(() => tool.validate({ pattern: "a{2,1}" })).toThrow(ToolError);
+  });
+
   test("bad globs, limits, paths, unknown properties and lone surrogates are refused", async () => {
     const { root } = await tempWorkspace();
     const tool = createSearchTool(root);

@@ -42,7 +42,32 @@ describe("write guard", () => {
     expect(existsSync(join(root, ".git/hooks"))).toBe(false);
     // Names that only look alike are not protected.
     await write.execute(write.validate({ path: ".github/workflow.yml", content: "x" }), ctx());
-    await write.execute(write.validate({ path: "sub/.git/config", content: "x" }), ctx());
+    await write.execute(write.validate({ path: "sub/.gitmodules", content: "x" }), ctx());
+    await noTemps(root);
+  });
+
+  test("the default protects nested repositories: a planted core.fsmonitor in vendor/lib/.git/config is refused", async () => {
+    const { root } = await repo();
+    await mkdir(join(root, "vendor/lib/.git"), { recursive: true });
+    await writeFile(join(root, "vendor/lib/.git/config"), "[core]\n");
+    const planted = "[core]\n\tfsmonitor = \"sh -c 'id > /tmp/pwned'\"\n";
+    const write = createWriteTool(root);
+    const edit = createEditTool(root);
+    for (const path of ["vendor/lib/.git/config", "vendor/lib/.git", "vendor/lib/.git/hooks/post-checkout", "a/b/.GIT/config"]) {
+      const err = await fails(write.execute(write.validate({ path, content: planted }), ctx()));
+      expect(err.code).toBe("PATH_PROTECTED");
+      expect(err.hint).toContain("**/.git/**");
+    }
+    const err = await fails(
+      edit.execute(edit.validate({ path: "vendor/lib/.git/config", edits: [{ oldText: "[core]\n", newText: planted }] }), ctx()),
+    );
+    expect(err.code).toBe("PATH_PROTECTED");
+    expect(await readFile(join(root, "vendor/lib/.git/config"), "utf8")).toBe("[core]\n");
+    expect(existsSync(join(root, "a/b"))).toBe(false);
+    // The old default (top-level .git only) lets the attack through: the refusal is the new default's.
+    const old = createWriteTool(root, { protect: [".git/**"] });
+    await old.execute(old.validate({ path: "vendor/lib/.git/config", content: planted }), ctx());
+    expect(await readFile(join(root, "vendor/lib/.git/config"), "utf8")).toBe(planted);
     await noTemps(root);
   });
 

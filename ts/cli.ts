@@ -117,10 +117,8 @@ async function mcp(args: string[]): Promise<number> {
   }
 
   let adapter: typeof import("./adapters/mcp.js");
-  let stdio: typeof import("@modelcontextprotocol/sdk/server/stdio.js");
   try {
     adapter = await import("./adapters/mcp.js");
-    stdio = await import("@modelcontextprotocol/sdk/server/stdio.js");
   } catch (err) {
     if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@modelcontextprotocol/sdk")) {
       process.stderr.write(
@@ -132,7 +130,9 @@ async function mcp(args: string[]): Promise<number> {
   }
 
   const server = adapter.createMcpServer(tools);
-  const transport = new stdio.StdioServerTransport();
+  // workcell's own stdio transport: a line over 10 MiB, a line that is not JSON or a request
+  // with bad params is answered with a JSON-RPC error, and the session goes on.
+  const transport = new adapter.McpStdioTransport();
   // Serve until the client goes away (stdin ends), the transport closes, or a signal arrives;
   // then close the server, which aborts the running calls and waits for them to settle (a
   // process tool kills its process group), so nothing the calls started outlives the server.

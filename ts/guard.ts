@@ -4,7 +4,8 @@ import { binding } from "./native.js";
 export interface WriteGuardOptions {
   /**
    * Globs over workspace-relative paths that no writing tool may change (default
-   * `[".git/**"]`; `[]` protects nothing). `P/**` also protects `P` itself; matching is
+   * `DEFAULT_PROTECT`: every `.git` at any depth, nested repositories included; `[]`
+   * protects nothing). `P/**` also protects `P` itself; matching is
    * case-insensitive and `*` does not cross `/`. Checked against the path as named and against
    * the file the write really lands on after symlinks inside the workspace are followed.
    * Refusals are `PATH_PROTECTED`.
@@ -14,8 +15,11 @@ export interface WriteGuardOptions {
   refuseLinksOnWrite?: boolean;
 }
 
-/** The default protected globs. */
-export const DEFAULT_PROTECT: readonly string[] = Object.freeze([".git/**"]);
+/**
+ * The default protected globs: every git directory (or `.git` file) at any depth, so that a
+ * nested repository's config or hooks cannot be planted either.
+ */
+export const DEFAULT_PROTECT: readonly string[] = Object.freeze(["**/.git/**"]);
 
 /**
  * Compiles the guard once per tool (in Rust); throws a TypeError for an invalid glob. An empty

@@ -24,7 +24,10 @@ export interface SearchOutput {
   truncated: boolean;
   /** How many files were searched. */
   filesSearched: number;
-  /** Why matches are missing (limit, output cap), skipped binary or unreadable files. */
+  /**
+   * Why matches are missing (limit, output cap, the read budget or deadline), skipped binary,
+   * unreadable or too-long-lined files, ignore files not honoured.
+   */
   note?: string;
 }
 
@@ -58,6 +61,7 @@ const description = [
   "Returns each matching line as `path:line: text`, paths relative to the workspace root, in tree order; a line longer than 500 characters is cut and ends with …",
   "Files ignored by .gitignore, binary files and anything behind a symlink are not searched.",
   "At most limit matches (default 100, max 1,000) and 64 KiB of text are returned; when more exist, truncated is true and note says so: narrow the pattern, path or glob.",
+  "One search reads at most 512 MiB and runs at most 20 s; past that it stops, truncated is true and note says so. Control characters in file names are shown escaped (\\n, \\xNN).",
   "An invalid pattern is refused with the parser's message in the hint.",
   "Returns { matches, truncated, filesSearched, note? }.",
 ].join(" ");

@@ -1,16 +1,20 @@
 // `workcell/mcp`: serve workcell's tools to any MCP client (desktop agents, IDEs, the MCP SDK's
 // own Client) with the low-level `Server` of `@modelcontextprotocol/sdk` (an optional peer
 // dependency; the main entry never loads it). Connect it to a transport yourself, or use the
-// `workcell mcp` command, which serves `createCodingTools(root)` over stdio.
+// `workcell mcp` command, which serves `createCodingTools(root)` over stdio (through
+// `McpStdioTransport`, which answers malformed frames instead of closing or going silent).
 import { readFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
   ErrorCode as McpErrorCode,
+  JSONRPCMessageSchema,
   ListToolsRequestSchema,
   McpError,
   type CallToolResult,
   type Implementation,
+  type JSONRPCMessage,
   type Tool as McpTool,
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -121,4 +125,181 @@ export function createMcpServer(
     await Promise.allSettled([...inflight]);
   };
   return server;
+}
+
+/** Longest JSON-RPC line `McpStdioTransport` reads (10 MiB, the MCP SDK's own stdio cap). */
+export const MAX_MCP_LINE_BYTES = 10 * 1024 * 1024;
+
+/** The first bytes of an oversized line kept to find its `id`. */
+const HEAD_BYTES = 1024;
+
+type RequestId = string | number;
+
+function isRequestId(v: unknown): v is RequestId {
+  return typeof v === "string" || (typeof v === "number" && Number.isSafeInteger(v));
+}
+
+/**
+ * A stdio transport for MCP servers that keeps serving whatever the client sends (the SDK's
+ * `StdioServerTransport` closes the session on a line over its 10 MiB buffer, and drops a
+ * message its schema refuses without an answer). Messages are newline-delimited JSON, as
+ * MCP's stdio transport specifies. Each line is read up to `maxLineBytes` (chunks are kept
+ * as they come, never re-concatenated, so a long line costs linear time):
+ * - a longer line is skipped to its end and answered with JSON-RPC error -32600 (Invalid
+ *   Request), with the request's `id` when it appears before `"params"` in the line's first
+ *   kilobyte, else `null`;
+ * - a line that is not JSON: -32700 (Parse error), `id: null`;
+ * - a request the protocol's schema refuses (`"params": null`, a string as params, a bad
+ *   `jsonrpc`): -32602 (Invalid params) when only its params are wrong, else -32600, with its
+ *   `id`; a malformed notification or response is reported to `onerror` only (JSON-RPC never
+ *   answers those).
+ * The session goes on in every case.
+ */
+export class McpStdioTransport implements Transport {
+  onmessage?: (message: JSONRPCMessage) => void;
+  onerror?: (error: Error) => void;
+  onclose?: () => void;
+
+  private chunks: Buffer[] = [];
+  private size = 0;
+  /** The head of a line being skipped because it is too long. */
+  private skipping: Buffer | undefined;
+  private started = false;
+  private readonly input: NodeJS.ReadableStream;
+  private readonly output: NodeJS.WritableStream;
+  private readonly maxLineBytes: number;
+
+  constructor(
+    input: NodeJS.ReadableStream = process.stdin,
+    output: NodeJS.WritableStream = process.stdout,
+    options: { maxLineBytes?: number } = {},
+  ) {
+    const max = options.maxLineBytes ?? MAX_MCP_LINE_BYTES;
+    if (!Number.isSafeInteger(max) || max < 1) throw new TypeError("workcell: maxLineBytes must be a positive integer");
+    this.input = input;
+    this.output = output;
+    this.maxLineBytes = max;
+  }
+
+  private readonly onData = (chunk: Buffer | string): void => {
+    const buf = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
+    let start = 0;
+    while (start <= buf.length) {
+      const nl = buf.indexOf(10, start);
+      const end = nl === -1 ? buf.length : nl;
+      const piece = buf.subarray(start, end);
+      if (this.skipping === undefined && this.size + piece.length > this.maxLineBytes) {
+        const head = Buffer.concat([...this.chunks, piece.subarray(0, HEAD_BYTES)]).subarray(0, HEAD_BYTES);
+        this.skipping = head;
+        this.chunks = [];
+        this.size = 0;
+      } else if (this.skipping === undefined && piece.length > 0) {
+        this.chunks.push(piece);
+        this.size += piece.length;
+      }
+      if (nl === -1) break;
+      if (this.skipping !== undefined) {
+        const head = this.skipping;
+        this.skipping = undefined;
+        this.tooLong(head);
+      } else {
+        const line = Buffer.concat(this.chunks, this.size).toString("utf8");
+        this.chunks = [];
+        this.size = 0;
+        this.line(line);
+      }
+      start = nl + 1;
+    }
+  };
+
+  private readonly onStreamError = (error: Error): void => {
+    this.onerror?.(error);
+  };
+
+  async start(): Promise<void> {
+    if (this.started) throw new Error("McpStdioTransport already started");
+    this.started = true;
+    this.input.on("data", this.onData);
+    this.input.on("error", this.onStreamError);
+  }
+
+  private reply(id: RequestId | null, code: number, message: string): void {
+    this.output.write(`${JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } })}\n`);
+  }
+
+  private tooLong(head: Buffer): void {
+    const text = head.toString("utf8");
+    const before = text.split('"params"')[0]!;
+    const m = /"id"\s*:\s*(-?\d{1,16}|"(?:[^"\\]|\\.){0,200}")/.exec(before);
+    let id: RequestId | null = null;
+    if (m) {
+      try {
+        const v: unknown = JSON.parse(m[1]!);
+        if (isRequestId(v)) id = v;
+      } catch {
+        id = null;
+      }
+    }
+    const message = `Invalid Request: the message is longer than ${this.maxLineBytes} bytes, the most this server reads; send smaller arguments`;
+    this.reply(id, McpErrorCode.InvalidRequest, message);
+    this.onerror?.(new Error(message));
+  }
+
+  private line(raw: string): void {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    if (line.trim() === "") return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (err) {
+      const message = `Parse error: the line is not JSON (${err instanceof Error ? err.message : String(err)})`;
+      this.reply(null, McpErrorCode.ParseError, message);
+      this.onerror?.(new Error(message));
+      return;
+    }
+    const parsed = JSONRPCMessageSchema.safeParse(value);
+    if (parsed.success) {
+      this.onmessage?.(parsed.data as JSONRPCMessage);
+      return;
+    }
+    const obj = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    const id = obj !== undefined && isRequestId(obj.id) ? obj.id : undefined;
+    const method = obj?.method;
+    let message: string;
+    if (obj !== undefined && typeof method === "string" && id !== undefined) {
+      const params = obj.params;
+      const paramsBad = "params" in obj && (typeof params !== "object" || params === null || Array.isArray(params));
+      if (paramsBad && obj.jsonrpc === "2.0") {
+        message = `Invalid params: ${method} takes an object as params, or none (got ${params === null ? "null" : Array.isArray(params) ? "an array" : typeof params})`;
+        this.reply(id, McpErrorCode.InvalidParams, message);
+      } else {
+        message = `Invalid Request: not a JSON-RPC 2.0 request (${parsed.error.issues.map((i) => i.message).join("; ")})`;
+        this.reply(id, McpErrorCode.InvalidRequest, message);
+      }
+    } else if (obj !== undefined && (typeof method === "string" || "result" in obj || "error" in obj)) {
+      // A malformed notification or response: JSON-RPC sends nothing back for those.
+      message = "a malformed JSON-RPC notification or response was ignored";
+    } else {
+      message = "Invalid Request: not a JSON-RPC 2.0 message";
+      this.reply(obj !== undefined && id !== undefined ? id : null, McpErrorCode.InvalidRequest, message);
+    }
+    this.onerror?.(new Error(message));
+  }
+
+  async close(): Promise<void> {
+    this.input.off("data", this.onData);
+    this.input.off("error", this.onStreamError);
+    if (this.input.listenerCount("data") === 0) this.input.pause();
+    this.chunks = [];
+    this.size = 0;
+    this.skipping = undefined;
+    this.onclose?.();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.output.write(`${JSON.stringify(message)}\n`)) resolve();
+      else this.output.once("drain", () => resolve());
+    });
+  }
 }

@@ -139,17 +139,17 @@ impl Error {
     }
 
     pub fn escape(path: &str) -> Self {
-        Error::new(Code::PathEscapesWorkspace, format!("{path} leads outside the workspace"))
+        Error::new(Code::PathEscapesWorkspace, format!("{} leads outside the workspace", shown_name(path)))
             .with_hint("paths and the symlinks they pass through must stay inside the workspace; use a path such as src/index.ts")
     }
 
     pub fn not_found(path: &str) -> Self {
-        Error::new(Code::FileNotFound, format!("{path} does not exist"))
+        Error::new(Code::FileNotFound, format!("{} does not exist", shown_name(path)))
             .with_hint("check the spelling; list the directory or search the workspace to find the file")
     }
 
     pub fn not_regular(path: &str, kind: &str) -> Self {
-        Error::new(Code::NotARegularFile, format!("{path} is not a regular file: {kind}"))
+        Error::new(Code::NotARegularFile, format!("{} is not a regular file: {kind}", shown_name(path)))
             .with_hint("only regular files can be read or written; pass the path of a file, not a directory, link loop, FIFO, socket or device")
             .with_details(serde_json::json!({ "type": kind }))
     }
@@ -161,7 +161,7 @@ impl Error {
     }
 
     pub fn target_changed(path: &str) -> Self {
-        Error::new(Code::TargetChanged, format!("{path} changed while the call was using it"))
+        Error::new(Code::TargetChanged, format!("{} changed while the call was using it", shown_name(path)))
             .with_hint("another process is modifying this path; read it again and retry")
     }
 
@@ -175,22 +175,22 @@ impl Error {
         match err.raw_os_error() {
             Some(libc::EXDEV) => Error::escape(path),
             Some(libc::ENOENT) => Error::not_found(path),
-            Some(libc::ELOOP) => Error::new(Code::SymlinkLoop, format!("{path}: too many levels of symbolic links"))
+            Some(libc::ELOOP) => Error::new(Code::SymlinkLoop, format!("{}: too many levels of symbolic links", shown_name(path)))
                 .with_hint("the path passes through a symlink loop (more than 40 hops); use the real path of the file"),
             Some(libc::EISDIR) => Error::not_regular(path, "directory"),
             Some(libc::ENXIO) | Some(libc::ENODEV) => Error::not_regular(path, "socket or device"),
-            Some(libc::ENOTDIR) => Error::new(Code::FileNotFound, format!("{path}: a parent component is not a directory"))
+            Some(libc::ENOTDIR) => Error::new(Code::FileNotFound, format!("{}: a parent component is not a directory", shown_name(path)))
                 .with_hint("a component of the path is a file, not a directory; list the workspace to find the right path")
                 .with_details(serde_json::json!({ "errno": "ENOTDIR" })),
             Some(errno) => Error::io_errno(errno, path),
-            None => Error::new(Code::IoError, format!("{path}: {err}"))
+            None => Error::new(Code::IoError, format!("{}: {err}", shown_name(path)))
                 .with_hint("the operating system refused the operation; try a different path or report the problem to the user"),
         }
     }
 
     pub fn io_errno(errno: i32, path: &str) -> Self {
         let name = errno_name(errno);
-        Error::new(Code::IoError, format!("{name}: {path}: {}", io::Error::from_raw_os_error(errno)))
+        Error::new(Code::IoError, format!("{name}: {}: {}", shown_name(path), io::Error::from_raw_os_error(errno)))
             .with_hint(match errno {
                 libc::EACCES | libc::EPERM => "permission denied; choose a file the workspace owner can access",
                 libc::ENOSPC | libc::EDQUOT => "the disk is full; free space or write less",
@@ -208,6 +208,45 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A file name or path as the model reads it: every control character escaped, so a name can
+/// never forge a line, a field or a terminal sequence in a result (a file named
+/// `a.txt:1: ok\nb` cannot pass for a second `path:line: text` match). The one function every
+/// tool uses wherever it shows a path it did not get from the model (walk results, symlink
+/// targets, notes) or echoes one in an error message:
+/// - `\` becomes `\\` (so the escaping is unambiguous; paths with a backslash cannot be
+///   named in a call anyway);
+/// - `\n`, `\r`, `\t` become `\n`, `\r`, `\t` (a backslash and a letter);
+/// - other C0 controls (U+0000 to U+001F) and DEL (U+007F) become `\xNN` (two hex digits);
+/// - C1 controls (U+0080 to U+009F) and the line and paragraph separators U+2028, U+2029 become
+///   `\u{NN}` (hex digits of the code point).
+///
+/// Bytes that are not UTF-8 were already replaced by U+FFFD where the name was read.
+pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c == '\\' || c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if !name.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0'..='\u{1f}' | '\u{7f}' => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if escaped(c) => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
 
 /// The symbolic name of an errno value (`EACCES`), or `E<number>`.
 pub fn errno_name(errno: i32) -> String {
@@ -248,6 +287,27 @@ pub fn errno_name(errno: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_names_escape_every_control_character() {
+        assert_eq!(shown_name("src/a.rs"), "src/a.rs");
+        assert!(matches!(shown_name("plain/é.txt"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(shown_name("a\nb:1: ok"), "a\\nb:1: ok");
+        assert_eq!(shown_name("t\tr\r"), "t\\tr\\r");
+        assert_eq!(shown_name("\u{1b}]0;x\u{7}"), "\\x1b]0;x\\x07");
+        assert_eq!(shown_name("del\u{7f}"), "del\\x7f");
+        assert_eq!(shown_name("csi\u{9b}2J nel\u{85}"), "csi\\u{9b}2J nel\\u{85}");
+        assert_eq!(shown_name("ls\u{2028}ps\u{2029}"), "ls\\u{2028}ps\\u{2029}");
+        assert_eq!(shown_name("back\\slash"), "back\\\\slash");
+        // Injective: the escaped form of a name never equals another name's.
+        assert_ne!(shown_name("a\nb"), shown_name("a\\nb"));
+        // Every control character is escaped: none survives.
+        let all: String = (0u32..0x250).filter_map(char::from_u32).collect();
+        assert!(!shown_name(&all).chars().any(|c| c.is_control()));
+        // Error messages that echo a path use it.
+        assert_eq!(Error::not_found("a\u{7f}b").message, "a\\x7fb does not exist");
+        assert!(Error::io_errno(libc::EACCES, "x\u{85}").message.contains("x\\u{85}"));
+    }
 
     #[test]
     fn codes_are_the_contract_spelling() {

@@ -1,8 +1,11 @@
 //! The write guard: paths the writing tools (`write_file`, `edit_file`) refuse.
 //!
-//! - `protect`: globs over workspace-relative paths (default [`DEFAULT_PROTECT`]). A pattern
-//!   `P/**` also protects `P` itself (so `.git/**` covers a `.git` file, as in a linked
-//!   worktree, and replacing the `.git` directory's name). Matching is case-insensitive (a
+//! - `protect`: globs over workspace-relative paths (default [`DEFAULT_PROTECT`]: `**/.git/**`,
+//!   every git directory at any depth, so a nested repository such as `vendor/lib/.git` is
+//!   covered too: a `core.fsmonitor` or hook planted there would run outside any sandbox at the
+//!   next `git status`). A pattern `P/**` also protects `P` itself (so `**/.git/**` covers a
+//!   `.git` file, as in a linked worktree or a submodule, and replacing a `.git` directory's
+//!   name). Matching is case-insensitive (a
 //!   case-insensitive file system would otherwise let `.GIT/config` through) and `*` does not
 //!   cross `/`.
 //! - `refuse_links`: a write whose path passes through any symlink (a parent directory or the
@@ -26,7 +29,7 @@ use crate::path::RelPath;
 use crate::root::Workspace;
 
 /// The patterns protected when the host gives none.
-pub const DEFAULT_PROTECT: &[&str] = &[".git/**"];
+pub const DEFAULT_PROTECT: &[&str] = &["**/.git/**"];
 
 #[derive(Debug)]
 pub struct Guard {
@@ -219,9 +222,9 @@ mod tests {
     fn patterns_cover_the_directory_itself_case_insensitively() {
         let g = Guard::default_guard();
         for p in [".git", ".git/config", ".git/hooks/pre-commit", ".GIT/config"] {
-            assert_eq!(g.matched(p), Some(".git/**"), "{p}");
+            assert_eq!(g.matched(p), Some("**/.git/**"), "{p}");
         }
-        for p in ["a/.git/config", ".github/x", "git/config", ".gitignore"] {
+        for p in [".github/x", "git/config", ".gitignore", "a/.gitmodules", "a.git/config", "x/my.git"] {
             assert_eq!(g.matched(p), None, "{p}");
         }
         let g = Guard::new(&["*.lock", "secrets/**"], false).unwrap();
@@ -229,6 +232,42 @@ mod tests {
         assert!(g.matched("a/Cargo.lock").is_none(), "* must not cross /");
         assert!(g.matched("secrets").is_some());
         assert!(Guard::new(&["a/[b"], false).is_err());
+    }
+
+    #[test]
+    fn the_default_covers_nested_repositories() {
+        let g = Guard::default_guard();
+        for p in ["vendor/lib/.git/config", "vendor/lib/.git", "a/b/c/.git/hooks/pre-commit", "sub/.GIT/config"] {
+            assert_eq!(g.matched(p), Some("**/.git/**"), "{p}");
+        }
+        // The old default, `.git/**`, only covered the top-level repository.
+        let old = Guard::new(&[".git/**"], false).unwrap();
+        assert_eq!(old.matched("vendor/lib/.git/config"), None);
+    }
+
+    #[tokio::test]
+    async fn a_nested_repository_config_cannot_be_planted() {
+        // The attack: a core.fsmonitor command in a vendored repository's config runs, outside
+        // any sandbox, the next time the user or an IDE runs `git status` there.
+        let (_t, root, ws) = setup();
+        fs::create_dir_all(root.join("vendor/lib/.git")).unwrap();
+        fs::write(root.join("vendor/lib/.git/config"), "[core]\n").unwrap();
+        let planted = "[core]\n\tfsmonitor = \"sh -c 'id > /tmp/pwned'\"\n";
+        let guard = Arc::new(Guard::default_guard());
+        for p in ["vendor/lib/.git/config", "vendor/lib/.git/hooks/pre-commit", "vendor/lib/.git", "vendor/new/.git/config"] {
+            let err = guarded(&ws, &guard, p, planted).await.unwrap_err();
+            assert_eq!(err.code, Code::PathProtected, "{p}: {err:?}");
+        }
+        assert_eq!(fs::read_to_string(root.join("vendor/lib/.git/config")).unwrap(), "[core]\n");
+        assert!(!root.join("vendor/lib/.git/hooks").exists());
+        assert!(!root.join("vendor/new").exists());
+        // Through a link into the nested repository, too.
+        symlink("vendor/lib/.git", root.join("g")).unwrap();
+        assert_eq!(guarded(&ws, &guard, "g/config", planted).await.unwrap_err().code, Code::PathProtected);
+        // With the protection off the same write lands (so the refusals above are the guard's).
+        let off = Arc::new(Guard::new(&[".git/**"], false).unwrap());
+        guarded(&ws, &off, "vendor/lib/.git/config", planted).await.unwrap();
+        assert_eq!(fs::read_to_string(root.join("vendor/lib/.git/config")).unwrap(), planted);
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use crate::cancel::Cancel;
 use crate::error::{Error, Reason, Result};
 use crate::path::RelPath;
 use crate::root::Workspace;
-use crate::walk::{self, DirHandle, IgnoreStack, Kind, Start};
+use crate::walk::{self, DirHandle, IgnoreFiles, IgnoreStack, Kind, Start};
 
 pub const DEFAULT_DEPTH: u32 = 2;
 pub const MAX_DEPTH: u32 = 10;
@@ -59,28 +59,60 @@ pub struct ListOutput {
 
 fn check_range(name: &str, value: u32, max: u32) -> Result<()> {
     if value == 0 || value > max {
-        return Err(Error::invalid(Reason::InvalidArgumentsShape, format!("{name} must be an integer from 1 to {max}"))
-            .with_details(serde_json::json!({ "at": format!("arguments.{name}") })));
+        return Err(Error::invalid(
+            Reason::InvalidArgumentsShape,
+            format!("{name} must be an integer from 1 to {max}"),
+        )
+        .with_details(serde_json::json!({ "at": format!("arguments.{name}") })));
     }
     Ok(())
 }
 
-/// The text shown for one entry.
-fn entry_text(rel: &Path, kind: Kind, link: Option<String>) -> String {
-    let shown = walk::display(rel);
+/// The text shown for one entry, from its shown path.
+fn entry_text(shown: &str, kind: Kind, link: Option<&str>) -> String {
     match kind {
         Kind::Dir => format!("{shown}/"),
-        Kind::File => shown,
-        Kind::Symlink => format!("{shown} -> {}", link.unwrap_or_else(|| "?".into())),
+        Kind::File => shown.to_string(),
+        Kind::Symlink => format!("{shown} -> {}", link.unwrap_or("?")),
         other => format!("{shown} [{}]", other.describe()),
     }
 }
 
-/// A shown-entry candidate. Ordered by priority: shallower first, then tree order.
+/// Bytes [`entry_text`] adds to the path.
+fn suffix_len(kind: Kind, link: Option<&str>) -> usize {
+    match kind {
+        Kind::Dir => 1,
+        Kind::File => 0,
+        Kind::Symlink => 4 + link.map_or(1, str::len),
+        other => 3 + other.describe().len(),
+    }
+}
+
+/// A directory whose entries are candidates: its shown name and its parent, so that a full
+/// path is only ever built for what is returned.
+struct Node {
+    /// Index of the parent node; `None` for the start directory.
+    parent: Option<u32>,
+    /// The shown (escaped) name; for the start directory, its whole shown path.
+    name: Box<str>,
+    /// Length of the shown path.
+    len: usize,
+    /// The entry's visit number (tree order among siblings).
+    seq: u64,
+}
+
+/// A shown-entry candidate. Ordered by priority: shallower first, then tree order (which, at
+/// one depth, is the order entries are visited in: directories are walked depth-first in
+/// sorted order, each directory's entries before any of its subdirectories).
 struct Candidate {
     depth: usize,
-    rel: PathBuf,
-    text: String,
+    seq: u64,
+    parent: u32,
+    name: Box<str>,
+    kind: Kind,
+    link: Option<Box<str>>,
+    /// Bytes of the entry's text (plus its newline), as [`MAX_LIST_OUTPUT_BYTES`] counts it.
+    cost: usize,
 }
 
 impl PartialEq for Candidate {
@@ -96,26 +128,48 @@ impl PartialOrd for Candidate {
 }
 impl Ord for Candidate {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        // Path's order compares component by component: tree order.
-        (self.depth, &self.rel).cmp(&(o.depth, &o.rel))
+        (self.depth, self.seq).cmp(&(o.depth, o.seq))
     }
+}
+
+/// Measurements of one listing, for tests and the bench.
+#[derive(Clone, Debug, Default)]
+pub struct ListStats {
+    /// Most bytes of names the walk kept at once (directory nodes, pending subdirectories,
+    /// candidates).
+    pub peak_held_bytes: usize,
+    /// Distinct `.gitignore` files parsed, and their bytes.
+    pub ignore_files_parsed: usize,
+    pub ignore_bytes_parsed: usize,
 }
 
 struct Walker<'a> {
     opts: &'a ListOptions,
     cancel: &'a Cancel,
     ignores: IgnoreStack,
-    /// The `limit` best candidates so far (a max-heap: the worst on top).
+    ignore_files: IgnoreFiles,
+    nodes: Vec<Node>,
+    /// The best candidates so far (a max-heap: the worst on top), at most `limit` of them and
+    /// only as many as can still be shown within the byte cap.
     best: BinaryHeap<Candidate>,
+    /// Bytes of the candidates in `best`.
+    best_cost: usize,
+    /// Candidates offered.
+    offered: u64,
     /// Entries within `depth` looked at.
     visited: usize,
     /// Entries deeper than `depth` counted.
     counted: usize,
+    seq: u64,
+    /// Bytes of names held: nodes, pending subdirectories, candidates.
+    held: usize,
+    peak_held: usize,
     /// The visit budget ran out: the walk stopped.
     stopped: bool,
+    /// The held-names budget ran out: the walk stopped.
+    names_cut: bool,
     /// The count budget ran out: deeper entries are no longer counted.
     count_stopped: bool,
-    beyond_limit: u64,
     beyond_depth: u64,
     unreadable: Vec<String>,
     crowded: Vec<String>,
@@ -123,15 +177,40 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
+    fn hold(&mut self, n: usize) -> bool {
+        if self.held + n > walk::MAX_WALK_HELD_BYTES {
+            self.names_cut = true;
+            return false;
+        }
+        self.held += n;
+        self.peak_held = self.peak_held.max(self.held);
+        true
+    }
+
+    fn release(&mut self, n: usize) {
+        self.held -= n;
+    }
+
+    fn candidate_bytes(c: &Candidate) -> usize {
+        c.name.len() + c.link.as_ref().map_or(0, |l| l.len()) + std::mem::size_of::<Candidate>()
+    }
+
     fn offer(&mut self, c: Candidate) {
-        if self.best.len() < self.opts.limit as usize {
-            self.best.push(c);
-        } else if self.best.peek().is_some_and(|worst| c < *worst) {
-            self.best.pop();
-            self.best.push(c);
-            self.beyond_limit += 1;
-        } else {
-            self.beyond_limit += 1;
+        self.offered += 1;
+        let size = Self::candidate_bytes(&c);
+        if !self.hold(size) {
+            return;
+        }
+        self.best_cost += c.cost;
+        self.best.push(c);
+        // Drop the worst while there are more than `limit`, or while all of them together
+        // pass the byte cap: what is shown is the longest prefix, in priority order, that fits
+        // both, so the worst can then never be shown, whatever comes later.
+        while self.best.len() > self.opts.limit as usize || self.best_cost > MAX_LIST_OUTPUT_BYTES {
+            let dropped = self.best.pop().expect("not empty");
+            self.best_cost -= dropped.cost;
+            let size = Self::candidate_bytes(&dropped);
+            self.release(size);
         }
     }
 
@@ -142,10 +221,11 @@ impl Walker<'_> {
         }
     }
 
-    /// Walks `dir` (at workspace-relative `rel`), whose entries are at `depth`. A directory's
-    /// own entries are all looked at before any of its subdirectories is entered, so the
-    /// budget never starves a shallow level for a deep one.
-    fn walk(&mut self, dir: &DirHandle, rel: &Path, depth: usize) -> Result<()> {
+    /// Walks `dir` (at workspace-relative `rel`, node `node` when its entries are within
+    /// `depth`), whose entries are at `depth`. A directory's own entries are all looked at
+    /// before any of its subdirectories is entered, so the budget never starves a shallow level
+    /// for a deep one.
+    fn walk(&mut self, dir: &DirHandle, rel: &Path, node: Option<u32>, depth: usize) -> Result<()> {
         self.cancel.check()?;
         let (entries, cut) = match dir.entries() {
             Ok(e) => e,
@@ -159,31 +239,44 @@ impl Walker<'_> {
         }
         let layers = self.ignores.len();
         if self.opts.gitignore {
-            if let Some(gi) = dir.gitignore() {
+            if let Some(gi) = self.ignore_files.read(dir, rel) {
                 self.ignores.push(rel.to_path_buf(), gi);
             }
         }
         let within = depth <= self.opts.depth as usize;
-        let mut subdirs = Vec::new();
+        // Subdirectories to enter: their names and, within depth, their visit numbers.
+        let mut subdirs: Vec<(std::ffi::OsString, u64, Box<str>)> = Vec::new();
+        let mut subdir_bytes = 0usize;
         for entry in entries {
+            if self.names_cut {
+                break;
+            }
             let child = walk::join(rel, &entry.name);
             let is_dir = entry.kind == Kind::Dir;
             if self.opts.gitignore && (walk::is_git_dir(&entry.name) || self.ignores.is_ignored(&child, is_dir)) {
                 continue;
             }
+            let seq = self.seq;
+            self.seq += 1;
+            let mut shown_name: Box<str> = Box::from("");
             if within {
                 if self.visited >= MAX_VISITED {
                     self.stopped = true;
                     break;
                 }
                 self.visited += 1;
-                let link = if entry.kind == Kind::Symlink {
-                    dir.read_link(&entry.name).ok().map(|t| t.to_string_lossy().into_owned())
+                let link: Option<Box<str>> = if entry.kind == Kind::Symlink {
+                    dir.read_link(&entry.name).ok().map(|t| walk::shown(&t).into_boxed_str())
                 } else {
                     None
                 };
-                let text = entry_text(&child, entry.kind, link);
-                self.offer(Candidate { depth, rel: child.clone(), text });
+                shown_name = walk::shown(&entry.name).into_boxed_str();
+                let parent = node.expect("entries within depth have a node");
+                let path_len = self.nodes[parent as usize].len
+                    + usize::from(self.nodes[parent as usize].len > 0)
+                    + shown_name.len();
+                let cost = path_len + suffix_len(entry.kind, link.as_deref()) + 1;
+                self.offer(Candidate { depth, seq, parent, name: shown_name.clone(), kind: entry.kind, link, cost });
             } else {
                 if self.counted >= MAX_COUNTED {
                     self.count_stopped = true;
@@ -193,26 +286,80 @@ impl Walker<'_> {
                 self.beyond_depth += 1;
             }
             if is_dir {
-                subdirs.push((entry.name, child));
+                let size =
+                    entry.name.len() + shown_name.len() + std::mem::size_of::<(std::ffi::OsString, u64, Box<str>)>();
+                if !self.hold(size) {
+                    break;
+                }
+                subdir_bytes += size;
+                subdirs.push((entry.name, seq, shown_name));
             }
         }
-        for (name, child) in subdirs {
-            if self.stopped || (depth >= self.opts.depth as usize && self.count_stopped) {
+        for (name, seq, shown_name) in subdirs {
+            if self.stopped || self.names_cut || (depth >= self.opts.depth as usize && self.count_stopped) {
                 break;
             }
             if depth >= walk::MAX_WALK_DEPTH {
                 self.too_deep += 1;
                 continue;
             }
+            let child = walk::join(rel, &name);
             match dir.open_dir(&name) {
-                Ok(sub) => self.walk(&sub, &child, depth + 1)?,
+                Ok(sub) => {
+                    // A node only where the subdirectory's entries are candidates.
+                    let sub_node = if depth < self.opts.depth as usize {
+                        let parent = node.expect("within depth");
+                        let plen = self.nodes[parent as usize].len;
+                        let len = plen + usize::from(plen > 0) + shown_name.len();
+                        if !self.hold(shown_name.len() + std::mem::size_of::<Node>()) {
+                            break;
+                        }
+                        self.nodes.push(Node { parent: Some(parent), name: shown_name, len, seq });
+                        Some((self.nodes.len() - 1) as u32)
+                    } else {
+                        None
+                    };
+                    self.walk(&sub, &child, sub_node, depth + 1)?
+                }
                 // Removed, or swapped for a symlink, since readdir: not entered.
                 Err(e) if walk::is_swapped(&e) => {}
                 Err(e) => self.unreadable(&child, &e),
             }
         }
+        self.release(subdir_bytes);
         self.ignores.truncate(layers);
         Ok(())
+    }
+
+    /// The shown path of a candidate and its tree-order key (the visit numbers from the start
+    /// directory down), built only for what is returned.
+    fn path_of(&self, c: &Candidate) -> (String, Vec<u64>) {
+        let mut chain = Vec::new();
+        let mut at = Some(c.parent);
+        while let Some(i) = at {
+            chain.push(i);
+            at = self.nodes[i as usize].parent;
+        }
+        let mut path = String::new();
+        let mut key = Vec::with_capacity(chain.len() + 1);
+        for &i in chain.iter().rev() {
+            let n = &self.nodes[i as usize];
+            if !n.name.is_empty() {
+                if !path.is_empty() {
+                    path.push('/');
+                }
+                path.push_str(&n.name);
+            }
+            if n.parent.is_some() {
+                key.push(n.seq);
+            }
+        }
+        if !path.is_empty() {
+            path.push('/');
+        }
+        path.push_str(&c.name);
+        key.push(c.seq);
+        (path, key)
     }
 }
 
@@ -230,71 +377,94 @@ fn thousands(n: u64) -> String {
 
 /// Lists the entries beneath `opts.path` (the root when `None`).
 pub fn list_files(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) -> Result<ListOutput> {
+    list_files_measured(ws, opts, cancel).map(|(out, _)| out)
+}
+
+/// [`list_files`], with what the walk held.
+pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) -> Result<(ListOutput, ListStats)> {
     check_range("depth", opts.depth, MAX_DEPTH)?;
     check_range("limit", opts.limit, MAX_LIMIT)?;
     cancel.check()?;
     ws.check()?;
-    let shown_path = opts.path.as_ref().map_or(".".to_string(), |p| p.as_str().to_string());
+    let shown_path = opts.path.as_ref().map_or(".".to_string(), |p| crate::error::shown_name(p.as_str()).into_owned());
     let dir = match walk::open_start(ws, opts.path.as_ref())? {
         Start::Dir(d) => d,
         Start::NotDir(kind) => {
             // A single file (or other non-directory) lists as itself.
-            let rel = Path::new(opts.path.as_ref().map_or(".", |p| p.as_str()));
-            return Ok(ListOutput {
-                path: shown_path,
-                entries: vec![entry_text(rel, kind, None)],
-                truncated: false,
-                not_shown: 0,
-                note: Some("this path is not a directory; it is listed as itself".into()),
-            });
+            return Ok((
+                ListOutput {
+                    entries: vec![entry_text(&shown_path, kind, None)],
+                    path: shown_path,
+                    truncated: false,
+                    not_shown: 0,
+                    note: Some("this path is not a directory; it is listed as itself".into()),
+                },
+                ListStats::default(),
+            ));
         }
     };
-    let ignores = if opts.gitignore { IgnoreStack::for_start(ws, opts.path.as_ref()) } else { IgnoreStack::default() };
+    let mut ignore_files = IgnoreFiles::default();
+    let ignores = if opts.gitignore {
+        IgnoreStack::for_start(ws, opts.path.as_ref(), &mut ignore_files)
+    } else {
+        IgnoreStack::default()
+    };
+    let start_name = opts.path.as_ref().map_or_else(String::new, |p| crate::error::shown_name(p.as_str()).into_owned());
+    let start_len = start_name.len();
     let mut w = Walker {
         opts,
         cancel,
         ignores,
+        ignore_files,
+        nodes: vec![Node { parent: None, name: start_name.into_boxed_str(), len: start_len, seq: 0 }],
         best: BinaryHeap::new(),
+        best_cost: 0,
+        offered: 0,
         visited: 0,
         counted: 0,
+        seq: 0,
+        held: 0,
+        peak_held: 0,
         stopped: false,
+        names_cut: false,
         count_stopped: false,
-        beyond_limit: 0,
         beyond_depth: 0,
         unreadable: Vec::new(),
         crowded: Vec::new(),
         too_deep: 0,
     };
     let rel = opts.path.as_ref().map_or_else(PathBuf::new, |p| PathBuf::from(p.as_str()));
-    w.walk(&dir, &rel, 1)?;
+    w.walk(&dir, &rel, Some(0), 1)?;
     cancel.check()?;
     ws.check()?;
 
     // Shallowest first until the byte cap, then back to tree order.
-    let mut chosen: Vec<Candidate> = w.best.into_sorted_vec();
+    let best = std::mem::take(&mut w.best).into_sorted_vec();
     let mut bytes = 0usize;
-    let mut beyond_bytes = 0u64;
-    let mut keep = chosen.len();
-    for (i, c) in chosen.iter().enumerate() {
-        if bytes + c.text.len() + 1 > MAX_LIST_OUTPUT_BYTES {
-            keep = i;
+    let mut chosen = Vec::new();
+    for c in &best {
+        if bytes + c.cost > MAX_LIST_OUTPUT_BYTES {
             break;
         }
-        bytes += c.text.len() + 1;
+        bytes += c.cost;
+        let (path, key) = w.path_of(c);
+        chosen.push((key, entry_text(&path, c.kind, c.link.as_deref())));
     }
-    beyond_bytes += (chosen.len() - keep) as u64;
-    chosen.truncate(keep);
-    chosen.sort_by(|a, b| a.rel.cmp(&b.rel));
-    let entries: Vec<String> = chosen.into_iter().map(|c| c.text).collect();
+    chosen.sort_by(|a, b| a.0.cmp(&b.0));
+    let shown = chosen.len() as u64;
+    let entries: Vec<String> = chosen.into_iter().map(|(_, text)| text).collect();
 
-    let not_shown = w.beyond_limit + beyond_bytes + w.beyond_depth;
-    let partial = w.stopped || w.count_stopped;
+    let within = w.offered.min(u64::from(opts.limit));
+    let beyond_limit = w.offered - within;
+    let beyond_bytes = within - shown;
+    let not_shown = beyond_limit + beyond_bytes + w.beyond_depth;
+    let partial = w.stopped || w.count_stopped || w.names_cut;
     let mut notes = Vec::new();
     if not_shown > 0 || partial {
         let at_least = if partial { "at least " } else { "" };
         let mut parts = Vec::new();
-        if w.beyond_limit > 0 {
-            parts.push(format!("{} beyond the limit of {}", thousands(w.beyond_limit), opts.limit));
+        if beyond_limit > 0 {
+            parts.push(format!("{} beyond the limit of {}", thousands(beyond_limit), opts.limit));
         }
         if beyond_bytes > 0 {
             parts.push(format!("{} beyond the {} byte output cap", thousands(beyond_bytes), MAX_LIST_OUTPUT_BYTES));
@@ -310,11 +480,20 @@ pub fn list_files(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) -> Result
     }
     if w.stopped {
         notes.push(format!("the walk stopped after {} entries", thousands(MAX_VISITED as u64)));
+    } else if w.names_cut {
+        notes.push(format!(
+            "the walk stopped: it held more than {} bytes of names; list a subdirectory with path",
+            thousands(walk::MAX_WALK_HELD_BYTES as u64)
+        ));
     } else if w.count_stopped {
         notes.push(format!("counting stopped after {} deeper entries", thousands(MAX_COUNTED as u64)));
     }
     if w.too_deep > 0 {
-        notes.push(format!("{} directories nested deeper than {} levels were not entered", w.too_deep, walk::MAX_WALK_DEPTH));
+        notes.push(format!(
+            "{} directories nested deeper than {} levels were not entered",
+            w.too_deep,
+            walk::MAX_WALK_DEPTH
+        ));
     }
     if !w.crowded.is_empty() {
         notes.push(format!(
@@ -326,12 +505,21 @@ pub fn list_files(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) -> Result
     if !w.unreadable.is_empty() {
         notes.push(format!("could not read: {}", w.unreadable.join(", ")));
     }
+    notes.extend(w.ignore_files.notes());
     let truncated = not_shown > 0 || partial || w.too_deep > 0 || !w.crowded.is_empty();
-    Ok(ListOutput {
-        path: shown_path,
-        entries,
-        truncated,
-        not_shown,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-    })
+    let stats = ListStats {
+        peak_held_bytes: w.peak_held,
+        ignore_files_parsed: w.ignore_files.parsed,
+        ignore_bytes_parsed: w.ignore_files.parsed_bytes,
+    };
+    Ok((
+        ListOutput {
+            path: shown_path,
+            entries,
+            truncated,
+            not_shown,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        },
+        stats,
+    ))
 }

@@ -17,13 +17,22 @@
 //! precedence: the deepest `.gitignore` that has an opinion decides, and the last matching line
 //! within a file wins. A directory that is ignored is not entered, so nothing beneath it can be
 //! re-included (as in git).
+//!
+//! What ignore files may cost is bounded per walk ([`IgnoreFiles`]): a `.gitignore` larger than
+//! [`MAX_GITIGNORE_BYTES`] is not honoured at all, and once [`MAX_WALK_GITIGNORE_BYTES`] of
+//! ignore files have been parsed, later ones are not honoured either; the result's note names
+//! them. Not honouring an ignore file only ever shows more files, never fewer. A file met again
+//! (a hard link, or the same file reached twice) is parsed once: parsed matchers are kept by
+//! device and inode for the walk.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read as _};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
@@ -33,8 +42,13 @@ use crate::error::{Error, Result};
 use crate::path::RelPath;
 use crate::root::Workspace;
 
-/// Largest `.gitignore` that is read; lines beyond it are not applied.
-pub const MAX_GITIGNORE_BYTES: usize = 1 << 20;
+/// Largest `.gitignore` honoured; a larger one is not applied at all (and the note says so).
+pub const MAX_GITIGNORE_BYTES: usize = 64 << 10;
+/// Most bytes of ignore files parsed in one walk; ignore files met after that are not applied.
+pub const MAX_WALK_GITIGNORE_BYTES: usize = 1 << 20;
+/// Most bytes of entry names a walk keeps pending (directories read but not yet finished).
+/// Past it the walk stops and says so: memory never grows with the tree's shape.
+pub const MAX_WALK_HELD_BYTES: usize = 16 << 20;
 /// Most entries considered in one directory. More are left out and reported.
 pub const MAX_DIR_ENTRIES: usize = 100_000;
 /// Deepest directory level the walk enters (1 = the start directory's children).
@@ -213,20 +227,111 @@ impl DirHandle {
         true
     }
 
-    /// Reads this directory's `.gitignore` (not through a symlink, regular files only, at most
-    /// [`MAX_GITIGNORE_BYTES`]). `None` when there is none or it cannot be read.
+    /// The device and inode of this directory's `.gitignore` and the file itself (not through a
+    /// symlink, regular files only). `None` when there is none or it cannot be opened.
+    fn open_gitignore(&self) -> Option<(File, u64, (u64, u64))> {
+        let (file, size) = self.open_regular(OsStr::new(".gitignore")).ok()?.ok()?;
+        let st = rustix::fs::fstat(&file).ok()?;
+        Some((file, size, (st.st_dev as u64, st.st_ino as u64)))
+    }
+
+    /// Reads and parses this directory's `.gitignore` without any walk budget (a test helper;
+    /// walks go through [`IgnoreFiles::read`]).
     pub fn gitignore(&self) -> Option<Gitignore> {
-        let (file, _) = self.open_regular(OsStr::new(".gitignore")).ok()?.ok()?;
-        let mut bytes = Vec::new();
-        file.take(MAX_GITIGNORE_BYTES as u64).read_to_end(&mut bytes).ok()?;
-        let text = String::from_utf8_lossy(&bytes);
-        // Paths are matched relative to this directory, so the matcher's root is ".".
-        let mut builder = GitignoreBuilder::new(".");
-        for line in text.lines() {
-            // A line that is not a valid glob is skipped, as git does.
-            let _ = builder.add_line(None, line);
+        let (file, _, _) = self.open_gitignore()?;
+        parse_gitignore(file).ok().flatten()
+    }
+}
+
+/// Parses an ignore file of at most [`MAX_GITIGNORE_BYTES`]. `Err(())` when it is larger.
+fn parse_gitignore(file: File) -> std::result::Result<Option<Gitignore>, ()> {
+    let mut bytes = Vec::new();
+    file.take(MAX_GITIGNORE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|_| ())?;
+    if bytes.len() > MAX_GITIGNORE_BYTES {
+        return Err(());
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    // Paths are matched relative to this directory, so the matcher's root is ".".
+    let mut builder = GitignoreBuilder::new(".");
+    for line in text.lines() {
+        // A line that is not a valid glob is skipped, as git does.
+        let _ = builder.add_line(None, line);
+    }
+    Ok(builder.build().ok().filter(|g| !g.is_empty()))
+}
+
+/// The ignore files of one walk: parsed once each (by device and inode), within a byte budget.
+#[derive(Default)]
+pub struct IgnoreFiles {
+    cache: HashMap<(u64, u64), Option<Arc<Gitignore>>>,
+    /// Ignore files parsed (each distinct file once).
+    pub parsed: usize,
+    /// Bytes of ignore files parsed.
+    pub parsed_bytes: usize,
+    too_large: Vec<String>,
+    too_large_count: u64,
+    over_budget: Vec<String>,
+    over_budget_count: u64,
+}
+
+impl IgnoreFiles {
+    /// The matcher of `dir`'s `.gitignore` (`dir` is at workspace-relative `rel`), if it has
+    /// one that is honoured.
+    pub fn read(&mut self, dir: &DirHandle, rel: &Path) -> Option<Arc<Gitignore>> {
+        let (file, size, key) = dir.open_gitignore()?;
+        if let Some(known) = self.cache.get(&key) {
+            return known.clone();
         }
-        builder.build().ok().filter(|g| !g.is_empty())
+        let shown = || display(&join(rel, OsStr::new(".gitignore")));
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        let parsed = if size > MAX_GITIGNORE_BYTES {
+            Err(())
+        } else if self.parsed_bytes + size > MAX_WALK_GITIGNORE_BYTES {
+            self.over_budget_count += 1;
+            if self.over_budget.len() < 3 {
+                self.over_budget.push(shown());
+            }
+            // Not cached: the budget is the walk's, the verdict is not the file's.
+            return None;
+        } else {
+            self.parsed += 1;
+            self.parsed_bytes += size;
+            parse_gitignore(file)
+        };
+        let matcher = match parsed {
+            Ok(m) => m.map(Arc::new),
+            Err(()) => {
+                self.too_large_count += 1;
+                if self.too_large.len() < 3 {
+                    self.too_large.push(shown());
+                }
+                None
+            }
+        };
+        self.cache.insert(key, matcher.clone());
+        matcher
+    }
+
+    /// What the note says about ignore files that were not honoured.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.too_large_count > 0 {
+            notes.push(format!(
+                "{} .gitignore files larger than {} bytes were not honoured (their files are shown): {}",
+                self.too_large_count,
+                MAX_GITIGNORE_BYTES,
+                self.too_large.join(", ")
+            ));
+        }
+        if self.over_budget_count > 0 {
+            notes.push(format!(
+                "{} .gitignore files past the {} byte budget of ignore files per call were not honoured (their files are shown): {}",
+                self.over_budget_count,
+                MAX_WALK_GITIGNORE_BYTES,
+                self.over_budget.join(", ")
+            ));
+        }
+        notes
     }
 }
 
@@ -290,27 +395,23 @@ pub fn open_start(ws: &Workspace, path: Option<&RelPath>) -> Result<Start> {
 /// the workspace-relative directory it applies to.
 #[derive(Default)]
 pub struct IgnoreStack {
-    layers: Vec<(PathBuf, Gitignore)>,
+    layers: Vec<(PathBuf, Arc<Gitignore>)>,
 }
 
 impl IgnoreStack {
     /// The matchers of the directories above `path` (the root and each ancestor of the start
     /// directory, named lexically), read beneath the root handle.
-    pub fn for_start(ws: &Workspace, path: Option<&RelPath>) -> IgnoreStack {
+    pub fn for_start(ws: &Workspace, path: Option<&RelPath>, files: &mut IgnoreFiles) -> IgnoreStack {
         let mut stack = IgnoreStack::default();
         let Some(path) = path else { return stack };
         let mut rel = PathBuf::new();
         let segments: Vec<&str> = path.segments().collect();
         // The root and every proper ancestor of the start directory.
         for i in 0..segments.len() {
-            let dir = if i == 0 {
-                ws.dir().try_clone().ok()
-            } else {
-                ws.dir().open_dir(segments[..i].join("/")).ok()
-            };
+            let dir = if i == 0 { ws.dir().try_clone().ok() } else { ws.dir().open_dir(segments[..i].join("/")).ok() };
             if let Some(dir) = dir {
                 let handle = DirHandle { fd: dir.into() };
-                if let Some(gi) = handle.gitignore() {
+                if let Some(gi) = files.read(&handle, &rel) {
                     stack.layers.push((rel.clone(), gi));
                 }
             }
@@ -319,7 +420,7 @@ impl IgnoreStack {
         stack
     }
 
-    pub fn push(&mut self, dir_rel: PathBuf, gi: Gitignore) {
+    pub fn push(&mut self, dir_rel: PathBuf, gi: Arc<Gitignore>) {
         self.layers.push((dir_rel, gi));
     }
 
@@ -342,7 +443,9 @@ impl IgnoreStack {
     /// True when the entry at workspace-relative `rel` is ignored.
     pub fn is_ignored(&self, rel: &Path, is_dir: bool) -> bool {
         for (dir, gi) in self.layers.iter().rev() {
-            let Ok(sub) = rel.strip_prefix(dir) else { continue };
+            let Ok(sub) = rel.strip_prefix(dir) else {
+                continue;
+            };
             match gi.matched(sub, is_dir) {
                 Match::None => continue,
                 Match::Ignore(_) => return true,
@@ -362,9 +465,16 @@ pub fn join(dir: &Path, name: &OsStr) -> PathBuf {
     }
 }
 
-/// The workspace-relative path for display (lossy for names that are not UTF-8).
+/// The workspace-relative path for display: lossy for names that are not UTF-8, control
+/// characters escaped ([`crate::error::shown_name`]).
 pub fn display(rel: &Path) -> String {
-    rel.to_string_lossy().into_owned()
+    shown(rel.as_os_str())
+}
+
+/// A name or path as the model reads it (see [`display`]).
+pub fn shown(name: &OsStr) -> String {
+    let lossy = name.to_string_lossy();
+    crate::error::shown_name(&lossy).into_owned()
 }
 
 /// True for errors that mean "no longer the directory or file readdir showed": removed, or
@@ -443,14 +553,14 @@ mod tests {
         let ws = Workspace::open(root).unwrap();
         let Start::Dir(dir) = open_start(&ws, None).unwrap() else { panic!() };
         let mut stack = IgnoreStack::default();
-        stack.push(PathBuf::new(), dir.gitignore().unwrap());
+        stack.push(PathBuf::new(), Arc::new(dir.gitignore().unwrap()));
         assert!(stack.is_ignored(Path::new("a.log"), false));
         assert!(stack.is_ignored(Path::new("sub/x.log"), false));
         assert!(stack.is_ignored(Path::new("build"), true));
         assert!(!stack.is_ignored(Path::new("build"), false));
         assert!(!stack.is_ignored(Path::new("sub/build"), true));
         let sub = dir.open_dir(OsStr::new("sub")).unwrap();
-        stack.push(PathBuf::from("sub"), sub.gitignore().unwrap());
+        stack.push(PathBuf::from("sub"), Arc::new(sub.gitignore().unwrap()));
         assert!(!stack.is_ignored(Path::new("sub/keep.log"), false));
         assert!(stack.is_ignored(Path::new("sub/other.log"), false));
     }

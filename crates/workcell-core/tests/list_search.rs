@@ -397,7 +397,10 @@ fn root_replaced_is_detected() {
     let ws = Workspace::open(&root).unwrap();
     fs::rename(&root, tmp.path().join("away")).unwrap();
     fs::create_dir(&root).unwrap();
-    assert_eq!(search_files(&ws, &SearchOptions::new("x"), &Cancel::new()).unwrap_err().code, Code::WorkspaceRootChanged);
+    assert_eq!(
+        search_files(&ws, &SearchOptions::new("x"), &Cancel::new()).unwrap_err().code,
+        Code::WorkspaceRootChanged
+    );
     assert_eq!(list_files(&ws, &ListOptions::default(), &Cancel::new()).unwrap_err().code, Code::WorkspaceRootChanged);
 }
 
@@ -463,3 +466,292 @@ fn racing_directory_symlink_swaps_never_lead_outside() {
     assert!(rounds > 10);
 }
 
+// ---- bounded memory, work and time (hostile trees) ----
+
+use workcell_core::list::list_files_measured;
+use workcell_core::search::{search_files_measured, MAX_OUTPUT_BYTES, WINDOW};
+use workcell_core::walk::{MAX_GITIGNORE_BYTES, MAX_WALK_GITIGNORE_BYTES};
+
+/// `levels` directories of `name_len`-byte names below `base`, created beneath descriptors
+/// (no absolute path gets long); returns the relative path of the deepest.
+fn deep_chain(base: &std::path::Path, levels: usize, name_len: usize, tag: char) -> String {
+    let mut dir = cap_std::fs::Dir::open_ambient_dir(base, cap_std::ambient_authority()).unwrap();
+    let mut rel = Vec::new();
+    for i in 0..levels {
+        let name = format!("{tag}{i:02}{}", "d".repeat(name_len - 3));
+        dir.create_dir(&name).unwrap();
+        dir = dir.open_dir(&name).unwrap();
+        rel.push(name);
+    }
+    rel.join("/")
+}
+
+#[test]
+fn search_memory_bounded_with_many_slow_files() {
+    // One file with more matching lines than any limit, hard-linked under 300 long names
+    // (paths of 3 KB): each file used to keep limit + 1 lines (3 MB here) while waiting for
+    // the files before it.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let deep = deep_chain(root, 14, 200, 'a');
+    let original = root.join("original.txt");
+    fs::write(&original, "needle in the haystack\n".repeat(1_500)).unwrap();
+    let ws = Workspace::open(root).unwrap();
+    let cap = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap().open_dir(&deep).unwrap();
+    for i in 0..300 {
+        // Hard links made beneath the deep directory's descriptor.
+        rustix::fs::linkat(
+            rustix::fs::CWD,
+            &original,
+            &cap,
+            format!("f{i:03}{}", "n".repeat(200)).as_str(),
+            rustix::fs::AtFlags::empty(),
+        )
+        .unwrap();
+    }
+    fs::remove_file(&original).unwrap();
+    let mut answers = Vec::new();
+    for threads in [1, 4] {
+        let mut o = SearchOptions::new("needle");
+        o.limit = 1000;
+        o.threads = threads;
+        let (out, stats) = search_files_measured(&ws, &o, &Cancel::new(), &|_, _| {}).unwrap();
+        // Bounded by the window of files in flight times what can still fit the output; the
+        // old collector held 1,001 lines of 3 KB for each of them.
+        let bound = WINDOW as usize * MAX_OUTPUT_BYTES;
+        assert!(stats.peak_held_bytes <= bound, "{threads} threads held {} bytes", stats.peak_held_bytes);
+        assert!(
+            stats.peak_held_bytes <= 32 * MAX_OUTPUT_BYTES,
+            "{threads} threads held {} bytes",
+            stats.peak_held_bytes
+        );
+        assert!(out.truncated);
+        assert!(out.note.as_deref().unwrap().contains("byte output cap"));
+        let bytes: usize = out.matches.iter().map(|m| m.len()).sum();
+        assert!(bytes <= MAX_OUTPUT_BYTES);
+        assert!(out
+            .matches
+            .iter()
+            .enumerate()
+            .all(|(i, m)| m.ends_with(&format!(":{}: needle in the haystack", i + 1))));
+        answers.push(out.matches);
+    }
+    // Deterministic whatever the threads: the first matches in tree order.
+    assert_eq!(answers[0], answers[1]);
+    assert!(answers[0][0].contains("/f000n"));
+}
+
+fn many_files(n: usize, text: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        fs::write(tmp.path().join(format!("f{i:04}.txt")), text).unwrap();
+    }
+    tmp
+}
+
+#[test]
+fn search_stops_at_its_read_budget_with_a_prefix_of_the_matches() {
+    let text = format!("{}needle\n", "hay hay hay\n".repeat(800));
+    let tmp = many_files(100, &text);
+    let ws = Workspace::open(tmp.path()).unwrap();
+    let full = search(&ws, "needle", |o| o.limit = 1000);
+    assert_eq!(full.matches.len(), 100);
+    assert!(!full.truncated);
+    for threads in [1, 3] {
+        let mut o = SearchOptions::new("needle");
+        o.limit = 1000;
+        o.threads = threads;
+        o.max_read_bytes = 20 * text.len() as u64;
+        let (out, stats) = search_files_measured(&ws, &o, &Cancel::new(), &|_, _| {}).unwrap();
+        assert!(out.truncated);
+        let note = out.note.unwrap();
+        assert!(note.contains("budget per call"), "{note}");
+        assert!(out.matches.len() < 100, "{}", out.matches.len());
+        assert_eq!(out.matches[..], full.matches[..out.matches.len()], "not a prefix in tree order");
+        // Reads stop at the budget (plus what the threads had in hand).
+        assert!(stats.bytes_read <= o.max_read_bytes + (threads as u64 + 1) * 64 * 1024, "{}", stats.bytes_read);
+    }
+}
+
+#[test]
+fn search_stops_at_its_deadline() {
+    let tmp = many_files(50, "needle\n");
+    let ws = Workspace::open(tmp.path()).unwrap();
+    let mut o = SearchOptions::new("needle");
+    o.deadline = Duration::ZERO;
+    let out = search_files(&ws, &o, &Cancel::new()).unwrap();
+    assert!(out.truncated);
+    assert!(out.note.unwrap().contains("deadline"));
+    assert!(out.matches.len() < 50);
+}
+
+#[test]
+fn a_line_over_the_cap_skips_its_file_without_buffering_it() {
+    // One 8 MiB line: refused at the 1 MiB searcher heap limit instead of being matched.
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("huge.txt"), "a".repeat(8 << 20) + "\n").unwrap();
+    fs::write(tmp.path().join("small.txt"), "a b\n").unwrap();
+    let ws = Workspace::open(tmp.path()).unwrap();
+    let (out, stats) = search_files_measured(&ws, &SearchOptions::new("a b"), &Cancel::new(), &|_, _| {}).unwrap();
+    assert_eq!(out.matches, vec!["small.txt:1: a b"]);
+    assert!(out.note.unwrap().contains("line longer than 1048576 bytes were skipped: huge.txt"));
+    assert!(stats.bytes_read < 3 << 20, "read {} bytes of the long line", stats.bytes_read);
+}
+
+/// A .gitignore of about `bytes` bytes that ignores `*.ign`.
+fn big_gitignore(bytes: usize) -> String {
+    let mut s = String::from("*.ign\n");
+    let mut i = 0;
+    while s.len() < bytes {
+        s.push_str(&format!("generated/build-output-{i:08}/\n"));
+        i += 1;
+    }
+    s
+}
+
+#[test]
+fn gitignore_hard_linked_into_many_directories_is_parsed_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let gi = root.join("shared-ignore");
+    fs::write(&gi, big_gitignore(60 << 10)).unwrap();
+    for d in 0..10 {
+        let dir = root.join(format!("d{d}"));
+        fs::create_dir(&dir).unwrap();
+        fs::hard_link(&gi, dir.join(".gitignore")).unwrap();
+        fs::write(dir.join("kept.txt"), "needle\n").unwrap();
+        fs::write(dir.join("x.ign"), "needle\n").unwrap();
+    }
+    fs::remove_file(&gi).unwrap();
+    let ws = Workspace::open(root).unwrap();
+    let (out, stats) = list_files_measured(&ws, &ListOptions::default(), &Cancel::new()).unwrap();
+    assert_eq!(stats.ignore_files_parsed, 1, "the same inode was parsed {} times", stats.ignore_files_parsed);
+    assert!(out.entries.iter().all(|e| !e.ends_with(".ign")), "{:?}", out.entries);
+    assert_eq!(out.entries.iter().filter(|e| e.ends_with("kept.txt")).count(), 10);
+    let (out, stats) = search_files_measured(&ws, &SearchOptions::new("needle"), &Cancel::new(), &|_, _| {}).unwrap();
+    assert_eq!(stats.ignore_files_parsed, 1);
+    assert_eq!(out.matches.len(), 10);
+}
+
+#[test]
+fn oversized_and_over_budget_gitignores_are_not_honoured_and_said_so() {
+    // Over the per-file cap: not applied at all, so its files are shown (the safe reading).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    fs::write(root.join(".gitignore"), big_gitignore(MAX_GITIGNORE_BYTES + 100)).unwrap();
+    fs::write(root.join("a.ign"), "needle\n").unwrap();
+    let ws = Workspace::open(root).unwrap();
+    let (out, stats) = list_files_measured(&ws, &ListOptions::default(), &Cancel::new()).unwrap();
+    assert!(out.entries.contains(&"a.ign".to_string()));
+    assert_eq!(stats.ignore_bytes_parsed, 0);
+    let note = out.note.unwrap();
+    assert!(note.contains("larger than 65536 bytes were not honoured") && note.contains(".gitignore"), "{note}");
+    let s = search(&ws, "needle", |_| {});
+    assert_eq!(s.matches, vec!["a.ign:1: needle"]);
+    assert!(s.note.unwrap().contains("not honoured"));
+
+    // Distinct ignore files past the per-walk budget: the later ones are not applied.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for d in 0..20 {
+        let dir = root.join(format!("d{d:02}"));
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join(".gitignore"), big_gitignore(60 << 10) + &format!("# {d}\n")).unwrap();
+        fs::write(dir.join("x.ign"), "needle\n").unwrap();
+    }
+    let ws = Workspace::open(root).unwrap();
+    let (out, stats) = list_files_measured(&ws, &ListOptions::default(), &Cancel::new()).unwrap();
+    assert!(stats.ignore_bytes_parsed <= MAX_WALK_GITIGNORE_BYTES, "{}", stats.ignore_bytes_parsed);
+    assert!(stats.ignore_files_parsed >= 16, "{}", stats.ignore_files_parsed);
+    assert!(out.note.unwrap().contains("byte budget of ignore files per call were not honoured"));
+    assert!(out.entries.contains(&"d19/x.ign".to_string()));
+    assert!(!out.entries.contains(&"d00/x.ign".to_string()));
+}
+
+#[test]
+fn list_memory_bounded_with_deep_chains() {
+    // A comb: a 60-level chain of 120-byte names, each level with 40 sibling directories
+    // that sort after the chain, so all of them wait while the walk goes down. The walk used
+    // to keep every waiting sibling's full path (up to 7 KB each, 8.7 MB here, 440 MB for the
+    // tree of the report); it now keeps names and parent indices.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let mut dir = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap();
+    for level in 0..60 {
+        let chain = format!("a{level:02}{}", "c".repeat(117));
+        dir.create_dir(&chain).unwrap();
+        for s in 0..40 {
+            dir.create_dir(format!("z{s:02}{}", "s".repeat(117))).unwrap();
+        }
+        dir = dir.open_dir(&chain).unwrap();
+    }
+    dir.write("leaf.txt", "x").unwrap();
+    let ws = Workspace::open(root).unwrap();
+    let (out, stats) = list_files_measured(&ws, &ListOptions::default(), &Cancel::new()).unwrap();
+    // 60 levels x 41 names of 120 bytes is 295 KB of names; what old code held grows with the
+    // path length on top of that.
+    assert!(stats.peak_held_bytes < 1 << 20, "held {} bytes", stats.peak_held_bytes);
+    assert_eq!(out.entries.len(), 41 + 41);
+    assert!(out.entries[0].starts_with("a00") && out.entries[1].starts_with("a00") && out.entries[1].contains("/a01"));
+    assert_eq!(out.not_shown, 58 * 41 + 1);
+    // Deep entries shown in full when asked for.
+    let (out, _) =
+        list_files_measured(&ws, &ListOptions { depth: 3, limit: 5000, ..ListOptions::default() }, &Cancel::new())
+            .unwrap();
+    assert_eq!(out.entries.len(), 3 * 41);
+    assert!(out.entries[2].starts_with(&format!("a00{c}/a01{c}/a02", c = "c".repeat(117))), "{}", out.entries[2]);
+}
+
+#[test]
+fn list_keeps_only_what_fits_the_output() {
+    // 5,000 entries of 250 bytes: only about 260 fit 64 KiB; the rest are counted, not kept.
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..5000 {
+        fs::write(tmp.path().join(format!("{i:05}{}", "n".repeat(245))), "").unwrap();
+    }
+    let ws = Workspace::open(tmp.path()).unwrap();
+    let (out, stats) =
+        list_files_measured(&ws, &ListOptions { limit: 5000, ..ListOptions::default() }, &Cancel::new()).unwrap();
+    let bytes: usize = out.entries.iter().map(|e| e.len() + 1).sum();
+    assert!(bytes <= 65_536);
+    assert_eq!(out.entries.len(), 65_536 / 251);
+    assert_eq!(out.not_shown, 5000 - out.entries.len() as u64);
+    assert!(out.note.unwrap().contains("beyond the 65536 byte output cap"));
+    assert!(stats.peak_held_bytes < 200 << 10, "held {}", stats.peak_held_bytes);
+}
+
+#[test]
+fn file_names_with_control_characters_cannot_forge_result_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    // A name that, printed raw, reads as a second match line after a fake first one.
+    let forged = "a.txt:1: all good\nz.txt";
+    fs::write(root.join(forged), "needle\n").unwrap();
+    fs::create_dir(root.join("esc\u{1b}]0;pwn\u{7}")).unwrap();
+    fs::write(root.join("esc\u{1b}]0;pwn\u{7}/c1\u{9b}2J.txt"), "needle\n").unwrap();
+    symlink("target\nfake -> elsewhere", root.join("link")).unwrap();
+    let ws = Workspace::open(root).unwrap();
+    let out = search(&ws, "needle", |_| {});
+    assert_eq!(
+        out.matches,
+        vec![
+            "a.txt:1: all good\\nz.txt:1: needle".to_string(),
+            "esc\\x1b]0;pwn\\x07/c1\\u{9b}2J.txt:1: needle".to_string()
+        ]
+    );
+    let listed = list(&ws, |_| {});
+    assert_eq!(
+        listed.entries,
+        vec![
+            "a.txt:1: all good\\nz.txt".to_string(),
+            "esc\\x1b]0;pwn\\x07/".into(),
+            "esc\\x1b]0;pwn\\x07/c1\\u{9b}2J.txt".into(),
+            "link -> target\\nfake -> elsewhere".into(),
+        ]
+    );
+    for text in out.matches.iter().chain(&listed.entries) {
+        assert!(!text.chars().any(|c| c.is_control()), "{text:?}");
+    }
+    // The raw names do hold the control characters: the escaping is what removes them.
+    assert!(fs::read_dir(root).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains('\n')));
+}
