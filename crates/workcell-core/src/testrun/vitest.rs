@@ -1,13 +1,54 @@
 //! `vitest run --reporter=json --outputFile=<scratch>/vitest-report.json`: the report file is
-//! read after the run (bounded); the merged output only matters when there is no report (the
-//! runner could not start: a broken config, a missing dependency).
+//! read after the run through [`super::untrusted::ReportFile`] (the runner may write that one
+//! file and nothing beside it; the read refuses symlinks, FIFOs and replacements, at most
+//! [`MAX_REPORT_FILE`] bytes) and parsed into typed structures that keep only the fields the
+//! summary needs ([`parse_report`]); everything else is skipped without being built. The merged
+//! output only matters when there is no report (the runner could not start: a broken config, a
+//! missing dependency). vitest's JSON report carries no output the tests printed, so a vitest
+//! failure shows its messages and stack only.
+
+use serde::Deserialize;
 
 use super::report::{Cleaner, Summary, Unit};
 use super::sink::Parser;
 use super::report::Bounded;
 
-/// Largest report file read.
-pub const MAX_REPORT_FILE: u64 = 64 * 1024 * 1024;
+/// Largest report file read (a report of 8 MiB describes tens of thousands of tests).
+pub const MAX_REPORT_FILE: u64 = 8 * 1024 * 1024;
+
+/// The parts of vitest's JSON report that are used (serde skips every other field).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    #[serde(default)]
+    test_results: Vec<FileResult>,
+    num_passed_tests: Option<u64>,
+    num_failed_tests: Option<u64>,
+    num_pending_tests: Option<u64>,
+    num_todo_tests: Option<u64>,
+    success: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileResult {
+    name: Option<String>,
+    status: Option<String>,
+    message: Option<String>,
+    #[serde(default)]
+    assertion_results: Vec<Assertion>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Assertion {
+    full_name: Option<String>,
+    title: Option<String>,
+    status: Option<String>,
+    duration: Option<f64>,
+    #[serde(default)]
+    failure_messages: Vec<Option<String>>,
+}
 
 /// Collects the runner's own lines (everything on the pipe).
 pub struct VitestOutput {
@@ -37,30 +78,41 @@ impl Parser for VitestOutput {
     }
 }
 
-/// The summary of a vitest JSON report. `inner_ms` is the per-test timeout handed to vitest: a
-/// timed-out test's message is lost by the JSON reporter (it keeps the stack only), so it is
-/// said again here.
-pub fn parse_report(json: &serde_json::Value, cleaner: &Cleaner, inner_ms: u64) -> Summary {
+/// The summary of a vitest JSON report (the file's bytes). `inner_ms` is the per-test timeout
+/// handed to vitest: a timed-out test's message is lost by the JSON reporter (it keeps the stack
+/// only), so it is said again here. A report that does not parse is an anomaly (the run is then
+/// `incomplete` unless something failed). The report's own totals (`numPassedTests`,
+/// `numFailedTests`, `numPendingTests` + `numTodoTests`, `success`) are checked against the
+/// counts: a difference is an anomaly, and a failure counted by either is kept.
+pub fn parse_report(bytes: &[u8], cleaner: &Cleaner, inner_ms: u64) -> Summary {
     let mut s = Summary { structured: true, ..Summary::default() };
-    let empty = Vec::new();
-    for file in json["testResults"].as_array().unwrap_or(&empty) {
-        let name = cleaner.path(file["name"].as_str().unwrap_or("?"));
-        let mut unit = Unit::new(name.clone());
-        let tests = file["assertionResults"].as_array().unwrap_or(&empty);
-        for t in tests {
-            let title = t["fullName"].as_str().or_else(|| t["title"].as_str()).unwrap_or("?").to_string();
-            match t["status"].as_str().unwrap_or("") {
+    // Failures of tests (not of whole files), as vitest's totals count them.
+    let mut test_failed = 0u64;
+    let report: Report = match serde_json::from_slice(bytes) {
+        Ok(r) => r,
+        Err(e) => {
+            s.push_anomaly(format!("vitest's report file is not a JSON report ({e}) and was not used"));
+            return s;
+        }
+    };
+    for file in report.test_results {
+        let name = cleaner.path(file.name.as_deref().unwrap_or("?"));
+        let mut unit = Unit::new(&name);
+        let tests = file.assertion_results.len();
+        for t in file.assertion_results {
+            let title = t.full_name.or(t.title).unwrap_or_else(|| "?".to_string());
+            match t.status.as_deref().unwrap_or("") {
                 "passed" => unit.passed += 1,
                 "failed" => {
                     unit.failed += 1;
-                    let messages: Vec<String> = t["failureMessages"]
-                        .as_array()
-                        .unwrap_or(&empty)
+                    test_failed += 1;
+                    let messages: Vec<String> = t
+                        .failure_messages
                         .iter()
-                        .filter_map(|m| m.as_str())
+                        .flatten()
                         .map(|m| {
                             let m = match m.strip_prefix("Error: STACK_TRACE_ERROR") {
-                                Some(rest) if t["duration"].as_f64().is_some_and(|d| d + 50.0 >= inner_ms as f64) => {
+                                Some(rest) if t.duration.is_some_and(|d| d + 50.0 >= inner_ms as f64) => {
                                     format!("Error: Test timed out in {inner_ms}ms (the per-test timeout){rest}")
                                 }
                                 Some(rest) => format!("Error: the test failed without a message{rest}"),
@@ -72,15 +124,20 @@ pub fn parse_report(json: &serde_json::Value, cleaner: &Cleaner, inner_ms: u64) 
                     s.push_failure(title, Some(name.clone()), &messages.join("\n"));
                 }
                 "skipped" | "pending" | "todo" | "disabled" => unit.skipped += 1,
-                _ => {}
+                other => {
+                    // Not a result vitest documents: never counted as passing.
+                    unit.broken = true;
+                    unit.note = Some("a test without a known result".into());
+                    s.push_anomaly(format!("vitest reported a test with the status {:?}", super::report::escape_name(&other.chars().take(40).collect::<String>())));
+                }
             }
         }
-        let message = file["message"].as_str().unwrap_or("");
-        if file["status"] == "failed" && unit.failed == 0 {
+        let message = file.message.as_deref().unwrap_or("");
+        if file.status.as_deref() == Some("failed") && unit.failed == 0 {
             unit.broken = true;
-            if tests.is_empty() {
+            if tests == 0 {
                 unit.note = Some("failed to load".into());
-                s.push_build_error(&format!("{name}:\n{}", cleaner.js_error(message)));
+                s.push_build_error(&format!("{}:\n{}", unit.name, cleaner.js_error(message)));
             } else {
                 // Tests passed but the file failed (a hook, an unhandled error).
                 unit.failed += 1;
@@ -90,7 +147,28 @@ pub fn parse_report(json: &serde_json::Value, cleaner: &Cleaner, inner_ms: u64) 
         s.passed += unit.passed;
         s.failed += unit.failed;
         s.skipped += unit.skipped;
-        s.units.push(unit);
+        s.push_unit(unit);
+    }
+    // The report's own totals.
+    match (report.num_passed_tests, report.num_failed_tests) {
+        (Some(passed), Some(failed)) => {
+            s.runner_summary = true;
+            let skipped = report.num_pending_tests.unwrap_or(0) + report.num_todo_tests.unwrap_or(0);
+            if passed != s.passed || failed != test_failed || (report.num_pending_tests.is_some() && skipped != s.skipped) {
+                s.push_anomaly(format!(
+                    "vitest's totals ({passed} passed, {failed} failed, {skipped} skipped) disagree with its file results ({} passed, {test_failed} failed, {} skipped)",
+                    s.passed, s.skipped
+                ));
+            }
+            if failed > test_failed {
+                // A failure counted by either side is kept.
+                s.failed += failed - test_failed;
+            }
+        }
+        _ => {}
+    }
+    if report.success == Some(false) && !s.failing() {
+        s.push_anomaly("vitest reported the run as unsuccessful though no test failed: an error outside the tests (an unhandled error or rejection, a failing global setup); read vitest's output");
     }
     s
 }
@@ -115,11 +193,41 @@ mod tests {
                 { "name": "/w/test/syntax.test.ts", "status": "failed", "message": "Transform failed with 1 error:\n\n\u{1b}[31m[PARSE_ERROR] \u{1b}[0mUnexpected token", "assertionResults": [] },
             ]
         });
-        let s = parse_report(&json, &Cleaner::new(Path::new("/w"), Path::new("/s")), 2000);
+        let s = parse_report(json.to_string().as_bytes(), &Cleaner::new(Path::new("/w"), Path::new("/s")), 2000);
         assert_eq!((s.passed, s.failed, s.skipped), (1, 2, 1));
         assert_eq!(s.failures[0].output, "AssertionError: expected 2 to be 3 // Object.is equality\n    at test/a.test.ts:3:72");
         assert_eq!(s.failures[1].output, "Error: Test timed out in 2000ms (the per-test timeout)\n    at test/hang.test.ts:3:1");
         assert_eq!(s.build_errors, ["test/syntax.test.ts:\nTransform failed with 1 error:\n\n[PARSE_ERROR] Unexpected token"]);
         assert!(s.units[2].broken);
+    }
+
+    fn report(v: serde_json::Value) -> Summary {
+        parse_report(v.to_string().as_bytes(), &Cleaner::new(Path::new("/w"), Path::new("/s")), 2000)
+    }
+
+    #[test]
+    fn the_reports_totals_are_checked_and_fields_not_needed_are_skipped() {
+        use crate::testrun::verdict::{decide, Ending, Status};
+        let file = |status: &str| serde_json::json!({ "name": "/w/a.test.ts", "status": status, "message": "", "startTime": 1, "assertionResults": [
+            { "fullName": "a", "status": "passed", "failureMessages": [], "ancestorTitles": ["x"], "meta": { "huge": "y".repeat(10_000) }, "location": { "line": 1, "column": 2 } },
+        ]});
+        let ok = report(serde_json::json!({ "numTotalTests": 1, "numPassedTests": 1, "numFailedTests": 0, "numPendingTests": 0, "numTodoTests": 0, "success": true, "snapshot": { "x": 1 }, "testResults": [file("passed")] }));
+        assert!(ok.runner_summary && ok.anomalies.is_empty(), "{:?}", ok.anomalies);
+        assert_eq!(decide(&Ending::Exited(0), &ok).status, Status::Passed);
+        // vitest says unsuccessful (an unhandled error) though every test passed.
+        let s = report(serde_json::json!({ "numPassedTests": 1, "numFailedTests": 0, "success": false, "testResults": [file("passed")] }));
+        assert_eq!(decide(&Ending::Exited(1), &s).status, Status::Incomplete);
+        assert!(s.anomalies[0].contains("unsuccessful"));
+        // Totals counting a failure the file results do not show: failed.
+        let s = report(serde_json::json!({ "numPassedTests": 1, "numFailedTests": 1, "success": false, "testResults": [file("passed")] }));
+        assert_eq!(s.failed, 1);
+        assert_eq!(decide(&Ending::Exited(1), &s).status, Status::Failed);
+        // Not a report: incomplete.
+        let s = parse_report(b"{\"testResults\": [", &Cleaner::new(Path::new("/w"), Path::new("/s")), 2000);
+        assert!(s.structured && !s.anomalies.is_empty());
+        assert_eq!(decide(&Ending::Exited(0), &s).status, Status::Incomplete);
+        // An unknown status is never a pass.
+        let s = report(serde_json::json!({ "testResults": [{ "name": "/w/a.test.ts", "status": "passed", "assertionResults": [{ "fullName": "a", "status": "weird" }] }] }));
+        assert_eq!(decide(&Ending::Exited(0), &s).status, Status::Failed);
     }
 }
