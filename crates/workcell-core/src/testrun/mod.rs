@@ -558,7 +558,9 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                 })))
         }
         End::Exited => {
-            let mut summary = sink.parser.finish(true);
+            // A runner killed by a signal did not finish: what it had not reported is unknown,
+            // not failed.
+            let mut summary = sink.parser.finish(status.code.is_some());
             if let Some(report) = report_file {
                 if let Some(s) = vitest_summary(report, cleaner.clone(), inner_ms).await? {
                     summary = s;
