@@ -326,6 +326,8 @@ export interface RunTestsOptions {
 }
 
 export interface RunTestsResult {
+  /** `"passed"`, `"failed"` or `"incomplete"`. */
+  status?: string
   report?: string
   passed?: number
   failed?: number

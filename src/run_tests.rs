@@ -57,6 +57,8 @@ pub struct TestFailure {
 #[napi(object)]
 #[derive(Default)]
 pub struct RunTestsResult {
+    /// `"passed"`, `"failed"` or `"incomplete"`.
+    pub status: Option<String>,
     pub report: Option<String>,
     pub passed: Option<f64>,
     pub failed: Option<f64>,
@@ -75,6 +77,7 @@ impl From<workcell_core::Result<TestsOutput>> for RunTestsResult {
     fn from(r: workcell_core::Result<TestsOutput>) -> Self {
         match r {
             Ok(o) => RunTestsResult {
+                status: Some(o.status.as_str().to_string()),
                 report: Some(o.report),
                 passed: Some(o.passed as f64),
                 failed: Some(o.failed as f64),

@@ -151,22 +151,25 @@ describe("run_tests: node", () => {
     expect(counts(r)).toEqual({ passed: 3, failed: 0, skipped: 1 });
     expect(r.exitCode).toBe(0);
     expect(r.failures).toEqual([]);
-    expect(r.report).toMatch(/^node: 3 passed, 0 failed, 1 skipped \(exit code 0\)/);
+    expect(r.status).toBe("passed");
+    expect(r.report).toMatch(/^node: passed: 3 passed, 0 failed, 1 skipped \(exit code 0\)/);
     expect(r.report).toContain("ok   test/passing.test.js (3 passed, 1 skipped)");
     expect(r.report).not.toContain("NOISE-FROM-PASSING");
   });
 
-  test("failing: only the failing test's message", async () => {
+  test("failing: the failing test's message and its file's output", async () => {
     const { root, scratchDir } = await project(NODE_FILES);
     const r = ok(await runTests(root, scratchDir, { runner: "node", args: ["test/failing.test.js"] }));
     expect(counts(r)).toEqual({ passed: 2, failed: 1, skipped: 0 });
+    expect(r.status).toBe("failed");
     expect(r.exitCode).toBe(1);
     expect(r.failures).toHaveLength(1);
     expect(r.failures[0]).toMatchObject({ name: "adds", file: "test/failing.test.js" });
     expect(r.failures[0]!.output).toContain("add(2, 2) should be 5");
     expect(r.failures[0]!.output).toContain("test/failing.test.js:6");
     expect(r.failures[0]!.output).not.toContain("node:internal");
-    expect(r.report).not.toContain("NOISE-FROM-PASSING");
+    // node:test reports output per file: the failing file's output comes with the failure.
+    expect(r.failures[0]!.output).toMatch(/output of the file \(\d+ bytes printed\):\nNOISE-FROM-PASSING/);
     expect(r.report).not.toContain(root);
   });
 
@@ -189,13 +192,15 @@ describe("run_tests: node", () => {
     expect(o.ms).toBeLessThan(6_000 + 1_000);
   });
 
-  test("a test printing megabytes: bounded, only the failing output", async () => {
+  test("a test printing megabytes: bounded; the failure keeps its file's output's head and tail with the bytes cut", async () => {
     const { root, scratchDir } = await project(NODE_FILES);
     const { result: o, growth } = await peakRssGrowth(() => runTests(root, scratchDir, { runner: "node", args: ["test/printer.test.js"] }));
     const r = ok(o);
     expect(counts(r)).toEqual({ passed: 1, failed: 1, skipped: 0 });
     expect(r.failures[0]!.output).toContain("FAILED-AFTER-PRINTING");
-    expect(r.report).not.toContain("ppppp");
+    expect(r.failures[0]!.output).toMatch(/output of the file \(\d{7,} bytes printed, \d{7,} cut from the middle\):/);
+    expect(r.failures[0]!.output).toContain("fffff");
+    expect(Buffer.byteLength(r.failures[0]!.output)).toBeLessThan(1_700);
     expect(growth).toBeLessThan(64 * 1024 * 1024);
   });
 
@@ -344,6 +349,38 @@ test("no key", () => {
     expect(Buffer.byteLength(r.report)).toBeLessThan(2 * 1024);
     expect(r.report).toContain("the odd one");
     expect(r.report).toMatch(/expected \{ total: 41 \} to deeply equal \{ total: 42 \}/);
+  });
+
+  test("a config replacing the report at exit with a symlink to a file outside: never read", async () => {
+    // A JSON file outside the workspace that, read as the report, would put its content in it.
+    const canary = join(base, "canary.json");
+    writeFileSync(canary, JSON.stringify({ testResults: [{ name: "CANARY-OUTSIDE", status: "passed", assertionResults: [{ fullName: "x", status: "passed" }] }], numPassedTests: 1, numFailedTests: 0, success: true }));
+    writeFileSync(
+      join(root, "vitest.config.mjs"),
+      `import fs from "node:fs";
+const out = process.argv.find((a) => a.startsWith("--outputFile=")).slice("--outputFile=".length);
+process.on("exit", () => { try { fs.rmSync(out); fs.symlinkSync(${JSON.stringify(canary)}, out); } catch {} });
+export default {};
+`,
+    );
+    try {
+      const confined = ok(await runTests(root, scratchDir, { runner: "vitest", args: ["test/passing"] }));
+      expect(JSON.stringify(confined)).not.toContain("CANARY");
+      if (features.landlockAbi !== null) {
+        // The runner could not replace its report.
+        expect(confined.status).toBe("passed");
+        expect(counts(confined)).toEqual({ passed: 3, failed: 0, skipped: 1 });
+      }
+      // Unconfined, the replacement happens and the host refuses it.
+      const tool = createRunTestsTool(root, { scratchDir, sandbox: "off" });
+      const open = await tool.execute(tool.validate({ runner: "vitest", args: ["test/passing"] }), ctx());
+      expect(JSON.stringify(open)).not.toContain("CANARY");
+      expect(open.status).toBe("incomplete");
+      expect(open.report).toContain("vitest's report file was replaced by a symlink during the run and was not read");
+      expect(readdirSync(scratchDir)).toEqual([]);
+    } finally {
+      rmSync(join(root, "vitest.config.mjs"));
+    }
   });
 
   test("a broken config is TEST_RUNNER_FAILED with vitest's own lines", async () => {
@@ -613,7 +650,7 @@ mod tests {
     const o = await runTests(root, scratchDir, { runner: "cargo", timeoutMs: 3_000 });
     expect(o.error).toMatchObject({ code: "TESTS_TIMED_OUT", hint: expect.any(String), details: { timeoutMs: 3_000 } });
     expect(o.ms).toBeLessThan(3_000 + 1_000);
-    expect((o.error!.details as { report: string }).report).toMatch(/^cargo: 1 passed, 0 failed, 0 skipped \(stopped\)/);
+    expect((o.error!.details as { report: string }).report).toMatch(/^cargo: incomplete: 1 passed, 0 failed, 0 skipped \(stopped at the 3000 ms deadline\)/);
   });
 
   test("no Cargo.toml in the workspace: TEST_RUNNER_FAILED with cargo's own line (no search above the root)", async () => {

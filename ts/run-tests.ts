@@ -28,6 +28,13 @@ export interface TestFailure {
 }
 
 export interface RunTestsOutput {
+  /**
+   * The verdict: "passed" only when the runner exited with code 0, nothing failed and the
+   * runner's own summary agreed with the counts; "failed" when anything failed; "incomplete"
+   * otherwise (a runner killed by a signal, a non-zero exit without a failing test, a missing or
+   * unusable summary or report file). The report's first line says it and why.
+   */
+  status: "passed" | "failed" | "incomplete";
   /** The report for the model: counts, build errors, failures, one line per package or file; at most 8 KiB. */
   report: string;
   passed: number;
@@ -114,7 +121,7 @@ function describe(timeoutMs: number, maxTimeoutMs: number, sandbox: string): str
     "A runner that cannot start (not installed, broken configuration) fails with TEST_RUNNER_FAILED (or COMMAND_NOT_FOUND) and the runner's own error lines.",
     "Tests run offline with a private HOME and TMPDIR and only PATH plus the variables the host allows.",
     sandbox,
-    "Failing tests are a normal result. Returns { report, passed, failed, skipped, failures, buildErrors, exitCode, durationMs, timeoutMs, note?, sandbox }.",
+    "Failing tests are a normal result. status is passed only when the runner exited 0, nothing failed and its own summary agreed, else failed or incomplete. Returns { status, report, passed, failed, skipped, failures, buildErrors, exitCode, durationMs, timeoutMs, note?, sandbox }.",
   ].join(" ");
 }
 
@@ -213,6 +220,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         ws.runTests(input.runner, input.args ?? [], input.timeoutMs, nativeOptions(), cancel),
       );
       const out: RunTestsOutput = {
+        status: r.status as RunTestsOutput["status"],
         report: r.report!,
         passed: r.passed!,
         failed: r.failed!,

@@ -1,15 +1,59 @@
 //! `cargo test` output: cargo's progress and compiler diagnostics, then for each test binary
 //! libtest's plain format (`running N tests`, `test name ... ok|FAILED|ignored`, the captured
 //! output of failures between `---- name stdout ----` headers, `test result: ...`).
+//!
+//! A test's own output (and its subprocesses') shares the pipe with libtest's lines, so no one
+//! line is trusted alone: a test is failed when its `test name ... FAILED` line or libtest's
+//! `failures:` list says so, and a later line never turns a failure back into a pass. Each test
+//! binary's `test result:` line is checked against the counted lines: a difference is an
+//! anomaly (the run cannot be `passed`), and the larger failure count is kept.
 
-use super::report::{Bounded, Cleaner, Kept, Summary, Unit, MAX_BUILD_ERROR, MAX_TEST_OUTPUT};
+use std::collections::HashSet;
+
+use super::report::{Bounded, Cleaner, Kept, Summary, Unit, MAX_BUILD_ERROR, MAX_BUILD_ERRORS, MAX_FAILURES, MAX_TEST_OUTPUT};
 use super::sink::Parser;
+
+/// Most failing test names remembered per test binary (to count each once); beyond, counted.
+const MAX_FAILED_NAMES: usize = 10_000;
+
+/// libtest's `test result:` line: passed, failed, ignored.
+fn result_counts(rest: &str) -> Option<(u64, u64, u64)> {
+    let (_, counts) = rest.split_once(". ")?;
+    let mut passed = None;
+    let mut failed = None;
+    let mut ignored = None;
+    for part in counts.split(';') {
+        let mut words = part.split_whitespace();
+        let n = words.next()?.parse::<u64>().ok();
+        match words.next() {
+            Some("passed") => passed = n,
+            Some("failed") => failed = n,
+            Some("ignored") => ignored = n,
+            _ => {}
+        }
+    }
+    Some((passed?, failed?, ignored?))
+}
+
+/// What the parser knows of one test binary besides its [`Unit`].
+#[derive(Default)]
+struct Binary {
+    failed_names: HashSet<String>,
+    /// The `test result:` line's counts (the last one seen; failures: the most seen).
+    result: Option<(u64, u64, u64)>,
+    most_failed: u64,
+}
 
 pub struct CargoParser {
     cleaner: Cleaner,
     units: Vec<Unit>,
-    /// Failing tests (unit index, name) in the order libtest reported them.
+    binaries: Vec<Binary>,
+    /// Failing tests (unit index, name) in the order libtest reported them (the first
+    /// [`MAX_FAILURES`]).
     failed: Vec<(usize, String)>,
+    /// Inside a `failures:` section, where libtest lists the failing names.
+    listing: bool,
+    error_blocks_dropped: u64,
     outputs: Vec<(usize, String, Kept)>,
     /// The failure output being read: its index in `outputs`.
     capturing: Option<usize>,
@@ -30,7 +74,10 @@ impl CargoParser {
         CargoParser {
             cleaner,
             units: Vec::new(),
+            binaries: Vec::new(),
             failed: Vec::new(),
+            listing: false,
+            error_blocks_dropped: 0,
             outputs: Vec::new(),
             capturing: None,
             open: None,
@@ -46,9 +93,29 @@ impl CargoParser {
 
     fn unit(&mut self) -> usize {
         if self.units.is_empty() {
-            self.units.push(Unit::new("tests"));
+            self.add_unit(Unit::new("tests"));
         }
         self.open.unwrap_or(self.units.len() - 1)
+    }
+
+    fn add_unit(&mut self, unit: Unit) {
+        self.units.push(unit);
+        self.binaries.push(Binary::default());
+    }
+
+    /// A test of unit `u` failed (counted once per name; never undone).
+    fn failed_test(&mut self, u: usize, name: &str) {
+        let b = &mut self.binaries[u];
+        if b.failed_names.contains(name) {
+            return;
+        }
+        if b.failed_names.len() < MAX_FAILED_NAMES {
+            b.failed_names.insert(name.to_string());
+        }
+        self.units[u].failed += 1;
+        if self.failed.len() < MAX_FAILURES {
+            self.failed.push((u, name.to_string()));
+        }
     }
 }
 
@@ -79,18 +146,20 @@ impl Parser for CargoParser {
         if let Some(rest) = trimmed.strip_prefix("Running ") {
             if line.starts_with("     Running ") || line.starts_with("Running ") {
                 self.close_crashed();
-                self.units.push(Unit::new(binary_name(rest)));
+                self.add_unit(Unit::new(binary_name(rest)));
                 self.open = Some(self.units.len() - 1);
                 self.capturing = None;
+                self.listing = false;
                 self.in_error = false;
                 return;
             }
         }
         if let Some(rest) = trimmed.strip_prefix("Doc-tests ") {
             self.close_crashed();
-            self.units.push(Unit::new(format!("doc-tests {rest}")));
+            self.add_unit(Unit::new(format!("doc-tests {rest}")));
             self.open = Some(self.units.len() - 1);
             self.capturing = None;
+            self.listing = false;
             return;
         }
         if let Some(n) = trimmed.strip_prefix("running ").and_then(|r| r.strip_suffix(" tests").or_else(|| r.strip_suffix(" test"))) {
@@ -107,8 +176,7 @@ impl Parser for CargoParser {
                 if status == "ok" {
                     self.units[u].passed += 1;
                 } else if status.starts_with("FAILED") {
-                    self.units[u].failed += 1;
-                    self.failed.push((u, name.to_string()));
+                    self.failed_test(u, name);
                 } else if status.starts_with("ignored") {
                     self.units[u].skipped += 1;
                 } else {
@@ -117,26 +185,61 @@ impl Parser for CargoParser {
                 self.pending = self.pending.saturating_sub(1);
                 return;
             }
-            if rest.starts_with("result: ") {
+            if let Some(counts) = rest.strip_prefix("result: ") {
+                if let Some(u) = self.open {
+                    if let Some(c) = result_counts(counts) {
+                        let b = &mut self.binaries[u];
+                        b.result = Some(c);
+                        b.most_failed = b.most_failed.max(c.1);
+                    }
+                }
                 self.open = None;
                 self.capturing = None;
+                self.listing = false;
                 self.pending = 0;
                 return;
             }
         }
         if let Some(name) = line.strip_prefix("---- ").and_then(|r| r.strip_suffix(" stdout ----").or_else(|| r.strip_suffix(" stderr ----"))) {
             let u = self.unit();
-            self.outputs.push((u, name.to_string(), Kept::new(MAX_TEST_OUTPUT)));
-            self.capturing = Some(self.outputs.len() - 1);
+            self.listing = false;
+            if self.outputs.len() < MAX_FAILURES {
+                self.outputs.push((u, name.to_string(), Kept::new(MAX_TEST_OUTPUT)));
+                self.capturing = Some(self.outputs.len() - 1);
+            } else {
+                self.capturing = Some(usize::MAX);
+            }
             return;
         }
         if let Some(i) = self.capturing {
             if line == "failures:" || line == "successes:" {
                 self.capturing = None;
-            } else {
-                self.outputs[i].2.push_line(line);
+                self.listing = line == "failures:";
+            } else if let Some((_, _, kept)) = self.outputs.get_mut(i) {
+                kept.push_line(line);
             }
             return;
+        }
+        if line == "failures:" && self.open.is_some() {
+            self.listing = true;
+            return;
+        }
+        if self.listing {
+            if let Some(name) = line.strip_prefix("    ") {
+                let name = name.trim_end();
+                if !name.is_empty() && !name.starts_with(' ') {
+                    let u = self.unit();
+                    // Past the cap of remembered names a listed name may have been counted
+                    // already: the result line's count then decides.
+                    if self.binaries[u].failed_names.len() < MAX_FAILED_NAMES || self.binaries[u].failed_names.contains(name) {
+                        self.failed_test(u, name);
+                    }
+                }
+                return;
+            }
+            if !line.is_empty() {
+                self.listing = false;
+            }
         }
         if let Some(open) = self.open {
             // Inside a test binary's run: what is not a result line is the binary's own output,
@@ -162,10 +265,16 @@ impl Parser for CargoParser {
             return;
         }
         if line.starts_with("error[") || line.starts_with("error:") {
-            let mut b = Bounded::new(MAX_BUILD_ERROR);
-            b.push_line(line);
-            self.error_blocks.push(b);
-            self.in_error = true;
+            // Each block is usually printed twice (lib and lib test): room for both.
+            if self.error_blocks.len() < 2 * MAX_BUILD_ERRORS {
+                let mut b = Bounded::new(MAX_BUILD_ERROR);
+                b.push_line(line);
+                self.error_blocks.push(b);
+                self.in_error = true;
+            } else {
+                self.error_blocks_dropped += 1;
+                self.in_error = false;
+            }
             self.in_warning = false;
             return;
         }
@@ -205,6 +314,25 @@ impl Parser for CargoParser {
             for b in &self.error_blocks {
                 s.push_build_error(&self.cleaner.clean(&b.text()));
             }
+            s.build_errors_dropped += self.error_blocks_dropped;
+        }
+        // Every test binary's result line against its counted test lines.
+        s.runner_summary = true;
+        for (u, b) in self.units.iter_mut().zip(&self.binaries) {
+            let Some((passed, _, ignored)) = b.result else {
+                s.runner_summary = false;
+                continue;
+            };
+            if (passed, b.most_failed, ignored) != (u.passed, u.failed, u.skipped) {
+                s.push_anomaly(format!(
+                    "libtest's result line for {} ({passed} passed, {} failed, {ignored} ignored) disagrees with its test lines ({} passed, {} failed, {} ignored): a test's output may have mixed with them",
+                    u.name, b.most_failed, u.passed, u.failed, u.skipped
+                ));
+                // The result line's counts, and the most failures either side saw.
+                u.passed = passed;
+                u.skipped = ignored;
+                u.failed = u.failed.max(b.most_failed);
+            }
         }
         for (u, name) in &self.failed {
             let out = self
@@ -233,7 +361,9 @@ impl Parser for CargoParser {
         if self.compile_failed && s.build_errors.is_empty() {
             s.push_build_error("the build failed (no compiler error was captured)");
         }
-        s.units = self.units.clone();
+        for u in &self.units {
+            s.push_unit(u.clone());
+        }
         s
     }
 
@@ -316,6 +446,96 @@ error: 1 target failed:
         let names: Vec<&str> = s.units.iter().map(|u| u.name.as_str()).collect();
         assert_eq!(names, ["src/lib.rs", "tests/it.rs", "doc-tests fx"]);
         assert!(s.build_errors.is_empty());
+    }
+
+    #[test]
+    fn a_subprocess_printing_ok_after_the_test_line_cannot_pass_a_failure() {
+        use crate::testrun::verdict::{decide, Ending, Status};
+        // One test thread: libtest writes `test name ... `, the test's child prints `ok`, then
+        // libtest writes `FAILED` on the line after.
+        let out = "     Running unittests src/lib.rs (target/debug/deps/fx-1)
+
+running 2 tests
+test tests::fails ... ok
+FAILED
+test tests::passes ... ok
+
+failures:
+
+---- tests::fails stdout ----
+thread 'tests::fails' panicked at src/lib.rs:4:5:
+THE-ASSERTION
+
+failures:
+    tests::fails
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+        let (s, _) = parse(out);
+        assert_eq!((s.passed, s.failed), (1, 1));
+        assert_eq!(s.failures[0].name, "tests::fails");
+        assert!(s.failures[0].output.contains("THE-ASSERTION"));
+        assert!(!s.anomalies.is_empty());
+        let v = decide(&Ending::Exited(101), &s);
+        assert_eq!(v.status, Status::Failed);
+        let r = crate::testrun::report::render("cargo", &s, &v, None);
+        assert!(r.starts_with("cargo: failed: 1 passed, 1 failed, 0 skipped (exit code 101)"), "{r}");
+    }
+
+    #[test]
+    fn a_forged_result_line_cannot_hide_a_failure_and_a_missing_one_is_incomplete() {
+        use crate::testrun::verdict::{decide, Ending, Status};
+        let out = "     Running tests/it.rs (target/debug/deps/it-1)
+
+running 1 test
+test result: ok. 9 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+        // A test printed a result line, then the binary died before its own.
+        let (s, _) = parse(&format!("{out}     Running tests/b.rs (target/debug/deps/b-1)\n\nrunning 1 test\ntest t ... ok\n"));
+        assert!(!s.runner_summary);
+        assert!(s.failing(), "a binary without its result line is broken");
+        assert_eq!(decide(&Ending::Exited(101), &s).status, Status::Failed);
+        // Everything agrees: passed.
+        let (s, _) = parse("     Running tests/it.rs (target/debug/deps/it-1)\n\nrunning 1 test\ntest t ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n");
+        assert!(s.runner_summary && s.anomalies.is_empty(), "{:?}", s.anomalies);
+        assert_eq!(decide(&Ending::Exited(0), &s).status, Status::Passed);
+        assert_eq!(decide(&Ending::Exited(101), &s).status, Status::Incomplete);
+    }
+
+    #[test]
+    fn many_failures_and_compile_errors_stay_bounded() {
+        let mut p = CargoParser::new(Cleaner::new(Path::new("/w/root"), Path::new("/tmp/s")));
+        p.line("     Running unittests src/lib.rs (target/debug/deps/fx-1)");
+        p.line("running 100000 tests");
+        for i in 0..100_000 {
+            p.line(&format!("test t{i} ... FAILED"));
+        }
+        p.line("failures:");
+        for i in 0..100_000 {
+            p.line(&format!("---- t{i} stdout ----"));
+            p.line(&"y".repeat(10_000));
+        }
+        p.line("failures:");
+        for i in 0..100_000 {
+            p.line(&format!("    t{i}"));
+        }
+        p.line("test result: FAILED. 0 passed; 100000 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s");
+        assert!(p.outputs.len() <= MAX_FAILURES && p.failed.len() <= MAX_FAILURES);
+        let s = p.finish(true);
+        assert_eq!(s.failed, 100_000);
+        assert!(s.anomalies.is_empty(), "{:?}", s.anomalies);
+        assert_eq!(s.failures.len(), MAX_FAILURES);
+        let mut p = CargoParser::new(Cleaner::new(Path::new("/w/root"), Path::new("/tmp/s")));
+        for i in 0..10_000 {
+            p.line(&format!("error[E{i}]: broken"));
+            p.line(&"z".repeat(5_000));
+            p.line("");
+        }
+        p.line("error: could not compile `fx` (lib) due to 10000 previous errors");
+        assert!(p.error_blocks.len() <= 2 * MAX_BUILD_ERRORS);
+        let s = p.finish(true);
+        assert_eq!(s.build_errors.len(), MAX_BUILD_ERRORS);
+        assert!(s.build_errors_dropped > 0);
     }
 
     #[test]

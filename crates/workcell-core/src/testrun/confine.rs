@@ -1,8 +1,12 @@
 //! What a confined test runner may use besides the workspace and the system directories
 //! ([`crate::sandbox::paths`]).
 //!
-//! Every runner: the directories of the program it runs (as given and resolved) and the call's
-//! scratch directory (its HOME, TMPDIR, caches and report files), read and write.
+//! Every runner: the directories of the program it runs (as given and resolved) and, of the
+//! call's scratch directory, `home/` and `tmp/` (its HOME and TMPDIR) read and write, plus what
+//! its plan names there: go's `gopath/` and `go-build/` read and write, node's reporter module
+//! read only, vitest's report file (the file, written in place) read and write. Never the
+//! scratch directory's top level: the runner cannot remove, rename or replace what the host
+//! reads or runs from there, nor create anything beside it.
 //!
 //! - node and vitest: the Node.js that runs them (its directory).
 //! - go: the Go installation the `go` program belongs to (`GOROOT`, found from the resolved
@@ -28,9 +32,11 @@ use super::{Runner, TestsOptions};
 pub const CARGO_HOME_READ: [&str; 5] = ["bin", "registry", "git", "config.toml", "config"];
 
 /// The grants of one run of `runner` whose program is `program`.
-pub fn runner_grants(runner: Runner, program: &Path, opts: &TestsOptions, scratch: &Scratch) -> Vec<Grant> {
+pub fn runner_grants(runner: Runner, program: &Path, opts: &TestsOptions, scratch: &Scratch, in_scratch: &[Grant]) -> Vec<Grant> {
     let mut grants = program_grants(program);
-    grants.push(Grant::new(scratch.path(), Access::ReadWrite));
+    grants.push(Grant::new(scratch.home(), Access::ReadWrite));
+    grants.push(Grant::new(scratch.tmp(), Access::ReadWrite));
+    grants.extend(in_scratch.iter().cloned());
     match runner {
         Runner::Node | Runner::Vitest => {
             if program != opts.node_path {
@@ -98,10 +104,13 @@ mod tests {
         let mut opts = TestsOptions::new("/usr/bin", "/usr/bin/node");
         opts.cargo_home = Some("/h/.cargo".into());
         opts.rustup_home = Some("/h/.rustup".into());
-        let got = paths(&runner_grants(Runner::Cargo, Path::new("/h/.cargo/bin/cargo"), &opts, &scratch));
+        let got = paths(&runner_grants(Runner::Cargo, Path::new("/h/.cargo/bin/cargo"), &opts, &scratch, &[]));
         assert!(got.contains(&(PathBuf::from("/h/.rustup"), Access::ReadExecute)));
         assert!(got.contains(&(PathBuf::from("/h/.cargo/registry"), Access::ReadExecute)));
-        assert!(got.contains(&(scratch.path().to_path_buf(), Access::ReadWrite)));
+        assert!(got.contains(&(scratch.home(), Access::ReadWrite)));
+        assert!(got.contains(&(scratch.tmp(), Access::ReadWrite)));
+        // Never the scratch directory's top level.
+        assert!(!got.iter().any(|(p, _)| p == scratch.path()));
         for (p, access) in &got {
             assert_ne!(p, Path::new("/h/.cargo"));
             assert!(!p.ends_with("credentials.toml") && !p.ends_with("credentials"));
@@ -118,11 +127,11 @@ mod tests {
         let mut opts = TestsOptions::new("/usr/bin", "/usr/bin/node");
         opts.go_cache = Some("/c/go-build".into());
         opts.go_mod_cache = Some("/c/mod".into());
-        let got = paths(&runner_grants(Runner::Go, Path::new("/usr/bin/go"), &opts, &scratch));
+        let got = paths(&runner_grants(Runner::Go, Path::new("/usr/bin/go"), &opts, &scratch, &[]));
         assert!(got.contains(&(PathBuf::from("/c/go-build"), Access::ReadWrite)));
         assert!(got.contains(&(PathBuf::from("/c/mod"), Access::ReadExecute)));
         // node's runner gets neither.
-        let got = paths(&runner_grants(Runner::Node, Path::new("/usr/bin/node"), &opts, &scratch));
+        let got = paths(&runner_grants(Runner::Node, Path::new("/usr/bin/node"), &opts, &scratch, &[]));
         assert!(!got.iter().any(|(p, _)| p.starts_with("/c")));
     }
 }

@@ -2,32 +2,52 @@
 //! merged pipe) with the go command's own text: compiler and vet errors (`# pkg` blocks),
 //! `FAIL pkg [build failed]` lines, module errors.
 //!
-//! Tests are counted at the leaves (a test with subtests counts through them). A test that
-//! started but has no result when its package ended was running when the test binary died
-//! (the inner `-timeout` panic, a crash): it is a failure, named, with the panic as its output.
+//! Tests are counted at the leaves (a test with subtests counts through them), as their results
+//! arrive: only running tests are remembered (by a keyed hash of package and name, with a
+//! head/tail of their output), plus the hashes of the failed ones, so memory follows the tests
+//! running at once, not the tests run. A test that started but has no result when its package
+//! ended was running when the test binary died (the inner `-timeout` panic, a crash): it is a
+//! failure, named, with the panic as its output.
+//!
+//! test2json reads the test binary's stdout, so a test (or a goroutine of it) that prints
+//! `--- PASS: TestX` produces a `pass` event for TestX: a failed test stays failed whatever
+//! comes after (a conflicting result is an anomaly), and every package must end with go's own
+//! result for it (the runner's summary).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
 
-use super::report::{Bounded, Cleaner, Kept, Summary, Unit, MAX_TEST_OUTPUT};
+use super::report::{escape_name, Bounded, Cleaner, Kept, Summary, Unit, MAX_BUILD_ERRORS, MAX_TEST_OUTPUT};
 use super::sink::Parser;
+
+/// Most tests remembered while they run; results of further tests are still counted.
+pub const MAX_RUNNING_TESTS: usize = 10_000;
+/// Most failed tests remembered (to keep them failed); further ones are still counted.
+pub const MAX_FAILED_TESTS: usize = 10_000;
+/// Most packages tracked by name; further packages share one unit.
+pub const MAX_PACKAGES: usize = 10_000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Status {
-    Running,
     Passed,
     Failed,
     Skipped,
 }
 
 struct Test {
-    pkg: String,
+    pkg: usize,
+    /// For the report (escaped and bounded).
     name: String,
-    status: Status,
-    output: Option<Kept>,
+    /// Hash of the parent test, when the name has one.
+    parent: Option<u64>,
+    has_children: bool,
+    failed_children: bool,
+    running_children: usize,
+    output: Kept,
 }
 
 struct Package {
-    name: String,
+    unit: Unit,
     status: Option<Status>,
     output: Kept,
     build_failed: bool,
@@ -36,11 +56,15 @@ struct Package {
 
 pub struct GoParser {
     cleaner: Cleaner,
-    tests: Vec<Test>,
-    test_index: HashMap<(String, String), usize>,
+    hasher: std::collections::hash_map::RandomState,
+    running: HashMap<u64, Test>,
+    failed_tests: HashSet<u64>,
     packages: Vec<Package>,
     package_index: HashMap<String, usize>,
+    summary: Summary,
+    untracked: u64,
     build_blocks: Vec<Bounded>,
+    build_blocks_dropped: u64,
     in_block: bool,
     other: Bounded,
 }
@@ -49,61 +73,159 @@ impl GoParser {
     pub fn new(cleaner: Cleaner) -> Self {
         GoParser {
             cleaner,
-            tests: Vec::new(),
-            test_index: HashMap::new(),
+            hasher: std::collections::hash_map::RandomState::new(),
+            running: HashMap::new(),
+            failed_tests: HashSet::new(),
             packages: Vec::new(),
             package_index: HashMap::new(),
+            summary: Summary::default(),
+            untracked: 0,
             build_blocks: Vec::new(),
+            build_blocks_dropped: 0,
             in_block: false,
             other: Bounded::new(4 * 1024),
         }
     }
 
-    fn package(&mut self, name: &str) -> &mut Package {
-        let i = *self.package_index.entry(name.to_string()).or_insert_with(|| {
-            self.packages.push(Package {
-                name: name.to_string(),
-                status: None,
-                output: Kept::new(MAX_TEST_OUTPUT),
-                build_failed: false,
-                no_tests: false,
-            });
-            self.packages.len() - 1
-        });
-        &mut self.packages[i]
+    fn key(&self, pkg: usize, name: &str) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        pkg.hash(&mut h);
+        name.hash(&mut h);
+        h.finish()
     }
 
-    fn test(&mut self, pkg: &str, name: &str) -> &mut Test {
-        let key = (pkg.to_string(), name.to_string());
-        let i = *self.test_index.entry(key).or_insert_with(|| {
-            self.tests.push(Test {
-                pkg: pkg.to_string(),
-                name: name.to_string(),
-                status: Status::Running,
-                output: Some(Kept::new(MAX_TEST_OUTPUT)),
-            });
-            self.tests.len() - 1
-        });
-        &mut self.tests[i]
+    fn package(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.package_index.get(name) {
+            return i;
+        }
+        let (key, shown) = if self.packages.len() >= MAX_PACKAGES { (String::new(), "(further packages)") } else { (name.to_string(), name) };
+        if let Some(&i) = self.package_index.get(&key) {
+            return i;
+        }
+        self.packages.push(Package { unit: Unit::new(shown), status: None, output: Kept::new(MAX_TEST_OUTPUT), build_failed: false, no_tests: false });
+        self.package_index.insert(key, self.packages.len() - 1);
+        self.packages.len() - 1
+    }
+
+    fn new_block(&mut self) -> Option<&mut Bounded> {
+        if self.build_blocks.len() < 2 * MAX_BUILD_ERRORS {
+            self.build_blocks.push(Bounded::new(super::report::MAX_BUILD_ERROR));
+            self.in_block = true;
+            self.build_blocks.last_mut()
+        } else {
+            self.build_blocks_dropped += 1;
+            self.in_block = false;
+            None
+        }
+    }
+
+    fn run(&mut self, pi: usize, name: &str) {
+        let key = self.key(pi, name);
+        if self.running.contains_key(&key) || self.failed_tests.contains(&key) {
+            return;
+        }
+        let parent = name.rsplit_once('/').map(|(p, _)| self.key(pi, p));
+        if self.running.len() >= MAX_RUNNING_TESTS {
+            self.untracked += 1;
+            return;
+        }
+        if let Some(p) = parent.and_then(|p| self.running.get_mut(&p)) {
+            p.has_children = true;
+            p.running_children += 1;
+        }
+        self.running.insert(key, Test { pkg: pi, name: escape_name(name), parent, has_children: false, failed_children: false, running_children: 0, output: Kept::new(MAX_TEST_OUTPUT) });
+    }
+
+    fn result(&mut self, pi: usize, name: &str, status: Status) {
+        let key = self.key(pi, name);
+        if self.failed_tests.contains(&key) {
+            if status != Status::Failed {
+                self.summary.push_anomaly(format!(
+                    "go reported {} as {} after it had failed (a test's own output can make test2json report that): it is kept as failed",
+                    escape_name(name),
+                    if status == Status::Passed { "passing" } else { "skipped" }
+                ));
+            }
+            return;
+        }
+        let test = self.running.remove(&key);
+        let (leaf, failed_children) = test.as_ref().map(|t| (!t.has_children, t.failed_children)).unwrap_or((true, false));
+        let parent = test.as_ref().and_then(|t| t.parent).or_else(|| name.rsplit_once('/').map(|(p, _)| self.key(pi, p)));
+        if let Some(p) = parent.and_then(|p| self.running.get_mut(&p)) {
+            p.running_children = p.running_children.saturating_sub(1);
+            if status == Status::Failed {
+                p.failed_children = true;
+            }
+        }
+        let unit = &mut self.packages[pi].unit;
+        match status {
+            Status::Passed if leaf => {
+                unit.passed += 1;
+                self.summary.passed += 1;
+            }
+            Status::Skipped if leaf => {
+                unit.skipped += 1;
+                self.summary.skipped += 1;
+            }
+            Status::Failed => {
+                if self.failed_tests.len() < MAX_FAILED_TESTS {
+                    self.failed_tests.insert(key);
+                }
+                // A parent fails through its children: counted once, at the child.
+                if !failed_children {
+                    unit.failed += 1;
+                    self.summary.failed += 1;
+                    let out = test.map(|t| t.output.text()).unwrap_or_default();
+                    let pkg = unit.name.clone();
+                    let out = self.cleaner.clean(&out);
+                    self.summary.push_failure(name.to_string(), Some(pkg), &out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Tests of package `pi` (all packages with `None`) still running: the deepest are failures
+    /// (`complete`) or still running.
+    fn settle_running(&mut self, pi: Option<usize>, complete: bool) {
+        let keys: Vec<u64> = self.running.iter().filter(|(_, t)| pi.is_none_or(|p| t.pkg == p)).map(|(k, _)| *k).collect();
+        let mut tests: Vec<Test> = keys.into_iter().filter_map(|k| self.running.remove(&k)).collect();
+        tests.sort_by(|a, b| a.name.cmp(&b.name));
+        for t in tests {
+            if t.running_children > 0 {
+                continue;
+            }
+            let pkg = self.packages[t.pkg].unit.name.clone();
+            if complete {
+                self.packages[t.pkg].unit.failed += 1;
+                self.summary.failed += 1;
+                let out = self.cleaner.clean(&t.output.text());
+                self.summary.push_failure(t.name, Some(pkg), &format!("[did not finish: the test binary stopped while it ran]\n{out}"));
+            } else {
+                self.summary.push_running(&format!("{} ({pkg})", t.name));
+            }
+        }
     }
 
     fn event(&mut self, ev: &serde_json::Value) {
         let action = ev["Action"].as_str().unwrap_or("");
-        let test = ev["Test"].as_str().map(str::to_string);
+        let test = ev["Test"].as_str();
         let output = ev["Output"].as_str().unwrap_or("");
         // Go 1.24+: build output comes as its own events, keyed by ImportPath (the package
         // then fails with an output line saying `[build failed]`).
         match action {
             "build-output" => {
                 if !self.in_block {
-                    self.build_blocks.push(Bounded::new(super::report::MAX_BUILD_ERROR));
-                    self.in_block = true;
+                    self.new_block();
                 }
-                if let Some(b) = self.build_blocks.last_mut() {
-                    if b.is_empty() && !output.starts_with("# ") {
-                        b.push_line(&format!("# {}", ev["ImportPath"].as_str().unwrap_or("?")));
+                if self.in_block {
+                    let path = ev["ImportPath"].as_str().unwrap_or("?").to_string();
+                    if let Some(b) = self.build_blocks.last_mut() {
+                        if b.is_empty() && !output.starts_with("# ") {
+                            b.push_line(&format!("# {path}"));
+                        }
+                        b.push(output);
                     }
-                    b.push(output);
                 }
                 return;
             }
@@ -113,11 +235,11 @@ impl GoParser {
             }
             _ => {}
         }
-        let pkg = ev["Package"].as_str().unwrap_or("").to_string();
+        let pkg = ev["Package"].as_str().unwrap_or("");
         if pkg.is_empty() {
             return;
         }
-        self.package(&pkg);
+        let pi = self.package(pkg);
         match (action, test) {
             ("output", Some(t)) => {
                 let trimmed = output.trim_start();
@@ -125,28 +247,24 @@ impl GoParser {
                     .iter()
                     .any(|p| trimmed.starts_with(p));
                 if !noise {
-                    if let Some(out) = &mut self.test(&pkg, &t).output {
-                        out.push(output);
+                    let key = self.key(pi, t);
+                    if let Some(test) = self.running.get_mut(&key) {
+                        test.output.push(output);
                     }
                 }
             }
-            ("run", Some(t)) => {
-                self.test(&pkg, &t);
-            }
+            ("run", Some(t)) => self.run(pi, t),
             ("pass" | "fail" | "skip", Some(t)) => {
-                let entry = self.test(&pkg, &t);
-                entry.status = match action {
+                let status = match action {
                     "pass" => Status::Passed,
                     "fail" => Status::Failed,
                     _ => Status::Skipped,
                 };
-                if entry.status != Status::Failed {
-                    entry.output = None;
-                }
+                self.result(pi, t, status);
             }
             ("output", None) => {
                 let trimmed = output.trim_end();
-                let p = self.package(&pkg);
+                let p = &mut self.packages[pi];
                 if trimmed.ends_with("[no test files]") {
                     p.no_tests = true;
                 } else if trimmed.ends_with("[build failed]") || trimmed.ends_with("[setup failed]") {
@@ -161,12 +279,17 @@ impl GoParser {
                 }
             }
             ("pass" | "fail" | "skip", None) => {
-                let p = self.package(&pkg);
-                p.status = Some(match action {
+                let status = match action {
                     "pass" => Status::Passed,
                     "fail" => Status::Failed,
                     _ => Status::Skipped,
-                });
+                };
+                let p = &mut self.packages[pi];
+                // A package that failed stays failed.
+                if p.status != Some(Status::Failed) {
+                    p.status = Some(status);
+                }
+                self.settle_running(Some(pi), true);
             }
             _ => {}
         }
@@ -188,15 +311,15 @@ impl Parser for GoParser {
         }
         // The go command's own text.
         if let Some(rest) = line.strip_prefix("# ") {
-            let mut b = Bounded::new(super::report::MAX_BUILD_ERROR);
-            b.push_line(&format!("# {rest}"));
-            self.build_blocks.push(b);
-            self.in_block = true;
+            if let Some(b) = self.new_block() {
+                b.push_line(&format!("# {rest}"));
+            }
             return;
         }
         if let Some(rest) = line.strip_prefix("FAIL\t") {
             if let Some(pkg) = rest.strip_suffix(" [build failed]").or_else(|| rest.strip_suffix(" [setup failed]")) {
-                self.package(pkg).build_failed = true;
+                let pi = self.package(pkg);
+                self.packages[pi].build_failed = true;
                 self.in_block = false;
                 return;
             }
@@ -213,61 +336,19 @@ impl Parser for GoParser {
     }
 
     fn finish(&mut self, complete: bool) -> Summary {
-        let mut s = Summary { structured: !self.packages.is_empty() || !self.build_blocks.is_empty(), ..Summary::default() };
+        self.settle_running(None, complete);
+        let mut s = self.summary.clone();
+        s.structured = !self.packages.is_empty() || !self.build_blocks.is_empty();
         for b in &self.build_blocks {
             s.push_build_error(&self.cleaner.clean(&b.text()));
         }
-        let mut units: Vec<Unit> = self.packages.iter().map(|p| Unit::new(p.name.clone())).collect();
-        // Tests in package order, leaves only. A parent is known by its children's names.
-        let mut parents: HashSet<(&str, &str)> = HashSet::new();
-        let mut unsettled_parents: HashSet<(&str, &str)> = HashSet::new();
-        for t in &self.tests {
-            for (i, _) in t.name.match_indices('/') {
-                parents.insert((&t.pkg, &t.name[..i]));
-                if matches!(t.status, Status::Failed | Status::Running) {
-                    unsettled_parents.insert((&t.pkg, &t.name[..i]));
-                }
-            }
+        s.build_errors_dropped += self.build_blocks_dropped;
+        s.runner_summary = true;
+        if self.untracked > 0 {
+            s.push_anomaly(format!("more than {MAX_RUNNING_TESTS} tests ran at once: {} were counted without being tracked, so a parent test may be counted as a test", self.untracked));
         }
-        for t in &self.tests {
-            let key = (t.pkg.as_str(), t.name.as_str());
-            let leaf = !parents.contains(&key);
-            let pi = self.package_index[&t.pkg];
-            let pkg_done = self.packages[pi].status.is_some();
-            let unit = &mut units[pi];
-            match t.status {
-                Status::Passed if leaf => {
-                    unit.passed += 1;
-                    s.passed += 1;
-                }
-                Status::Skipped if leaf => {
-                    unit.skipped += 1;
-                    s.skipped += 1;
-                }
-                Status::Failed if !unsettled_parents.contains(&key) => {
-                    unit.failed += 1;
-                    s.failed += 1;
-                    let out = t.output.as_ref().map(|o| o.text()).unwrap_or_default();
-                    s.push_failure(t.name.clone(), Some(t.pkg.clone()), &self.cleaner.clean(&out));
-                }
-                Status::Running if !self.tests.iter().any(|c| c.status == Status::Running && c.pkg == t.pkg && c.name.len() > t.name.len() && c.name.starts_with(&t.name) && c.name.as_bytes()[t.name.len()] == b'/') => {
-                    if complete || pkg_done {
-                        unit.failed += 1;
-                        s.failed += 1;
-                        let out = t.output.as_ref().map(|o| o.text()).unwrap_or_default();
-                        s.push_failure(
-                            t.name.clone(),
-                            Some(t.pkg.clone()),
-                            &format!("[did not finish: the test binary stopped while it ran]\n{}", self.cleaner.clean(&out)),
-                        );
-                    } else {
-                        s.running.push(format!("{} ({})", t.name, t.pkg));
-                    }
-                }
-                _ => {}
-            }
-        }
-        for (p, unit) in self.packages.iter().zip(units.iter_mut()) {
+        for p in &mut self.packages {
+            let unit = &mut p.unit;
             if p.build_failed {
                 unit.broken = true;
                 unit.note = Some("build failed".into());
@@ -278,12 +359,21 @@ impl Parser for GoParser {
                 unit.broken = true;
                 s.failed += 1;
                 unit.failed += 1;
-                s.push_failure(p.name.clone(), None, &self.cleaner.clean(&p.output.text()));
-            } else if p.status.is_none() && !complete {
-                unit.note = Some("still running".into());
+                s.push_failure(unit.name.clone(), None, &self.cleaner.clean(&p.output.text()));
+            } else if p.status.is_none() {
+                s.runner_summary = false;
+                if !complete {
+                    unit.note = Some("still running".into());
+                } else {
+                    s.push_anomaly(format!("go gave no result for the package {}", unit.name));
+                }
+            } else if p.status == Some(Status::Passed) && unit.failed > 0 {
+                s.push_anomaly(format!("go reported the package {} as passing though a test in it failed", unit.name));
             }
         }
-        s.units = units;
+        for p in &self.packages {
+            s.push_unit(p.unit.clone());
+        }
         s
     }
 
@@ -345,7 +435,7 @@ mod tests {
         assert!(s.failures[2].output.contains("did not finish") && s.failures[2].output.contains("panic: test timed out after 3s"));
         assert_eq!(s.build_errors.len(), 1);
         assert!(s.build_errors[0].starts_with("# m/broken [m/broken.test]\nbroken/a.go:2:23: cannot use"));
-        let r = super::super::report::render("go", &s, Some(1), None);
+        let r = super::super::report::render("go", &s, &crate::testrun::verdict::decide(&crate::testrun::verdict::Ending::Exited(1), &s), None);
         assert!(!r.contains("noise from good"), "{r}");
         assert!(r.contains("FAIL m/broken [build failed]"), "{r}");
         assert!(r.contains("--   m/none [no test files]"), "{r}");
@@ -376,6 +466,82 @@ mod tests {
         let (s, _) = parse(&EVENTS[..25], false);
         assert_eq!(s.running, ["TestHang (m/hang)"]);
         assert_eq!(s.failed, 2);
+    }
+
+    #[test]
+    fn a_goroutine_printing_pass_after_the_failure_cannot_overwrite_it() {
+        use crate::testrun::verdict::{decide, Ending, Status};
+        let (s, _) = parse(
+            &[
+                r#"{"Action":"run","Package":"m/p","Test":"TestFails"}"#,
+                r#"{"Action":"output","Package":"m/p","Test":"TestFails","Output":"    p_test.go:9: THE-ASSERTION\n"}"#,
+                r#"{"Action":"output","Package":"m/p","Test":"TestFails","Output":"--- FAIL: TestFails (0.00s)\n"}"#,
+                r#"{"Action":"fail","Package":"m/p","Test":"TestFails","Elapsed":0}"#,
+                r#"{"Action":"run","Package":"m/p","Test":"TestOk"}"#,
+                r#"{"Action":"output","Package":"m/p","Test":"TestOk","Output":"--- PASS: TestFails (0.00s)\n"}"#,
+                r#"{"Action":"pass","Package":"m/p","Test":"TestFails","Elapsed":0}"#,
+                r#"{"Action":"pass","Package":"m/p","Test":"TestOk","Elapsed":0}"#,
+                r#"{"Action":"output","Package":"m/p","Output":"FAIL\n"}"#,
+                r#"{"Action":"fail","Package":"m/p","Elapsed":0.1}"#,
+            ],
+            true,
+        );
+        assert_eq!((s.passed, s.failed), (1, 1));
+        assert_eq!(s.failures[0].name, "TestFails");
+        assert!(s.failures[0].output.contains("THE-ASSERTION"));
+        assert!(s.anomalies.iter().any(|a| a.contains("TestFails as passing after it had failed")), "{:?}", s.anomalies);
+        assert_eq!(decide(&Ending::Exited(1), &s).status, Status::Failed);
+        // Even if go said the package passed.
+        let (s, _) = parse(
+            &[
+                r#"{"Action":"run","Package":"m/p","Test":"TestFails"}"#,
+                r#"{"Action":"fail","Package":"m/p","Test":"TestFails","Elapsed":0}"#,
+                r#"{"Action":"pass","Package":"m/p","Test":"TestFails","Elapsed":0}"#,
+                r#"{"Action":"pass","Package":"m/p","Elapsed":0.1}"#,
+            ],
+            true,
+        );
+        assert_eq!(decide(&Ending::Exited(0), &s).status, Status::Failed);
+    }
+
+    #[test]
+    fn every_package_needs_gos_own_result() {
+        use crate::testrun::verdict::{decide, Ending, Status};
+        let ok = [r#"{"Action":"run","Package":"m/p","Test":"TestOk"}"#, r#"{"Action":"pass","Package":"m/p","Test":"TestOk","Elapsed":0}"#];
+        let (s, _) = parse(&[ok[0], ok[1], r#"{"Action":"pass","Package":"m/p","Elapsed":0.1}"#], true);
+        assert_eq!(decide(&Ending::Exited(0), &s).status, Status::Passed);
+        let (s, _) = parse(&ok, true);
+        assert!(!s.runner_summary);
+        assert_eq!(decide(&Ending::Exited(0), &s).status, Status::Incomplete);
+    }
+
+    #[test]
+    fn memory_follows_the_tests_running_not_the_tests_run() {
+        let mut p = GoParser::new(Cleaner::new(Path::new("/w/root"), Path::new("/tmp/s")));
+        let long = "N".repeat(10_000);
+        for i in 0..20_000 {
+            let name = format!("TestMany/{long}{i}");
+            p.line(&serde_json::json!({ "Action": "run", "Package": "m/p", "Test": name }).to_string());
+            p.line(&serde_json::json!({ "Action": "output", "Package": "m/p", "Test": name, "Output": "chatter\n" }).to_string());
+            p.line(&serde_json::json!({ "Action": "pass", "Package": "m/p", "Test": name }).to_string());
+            assert!(p.running.len() <= 1);
+        }
+        p.line(r#"{"Action":"pass","Package":"m/p","Elapsed":1}"#);
+        let s = p.finish(true);
+        assert_eq!(s.passed, 20_000);
+        // Paused parallel tests: tracked up to the cap, counted beyond.
+        let mut p = GoParser::new(Cleaner::new(Path::new("/w/root"), Path::new("/tmp/s")));
+        for i in 0..(MAX_RUNNING_TESTS + 100) {
+            p.line(&serde_json::json!({ "Action": "run", "Package": "m/p", "Test": format!("TestP{i}") }).to_string());
+        }
+        assert_eq!(p.running.len(), MAX_RUNNING_TESTS);
+        for i in 0..(MAX_RUNNING_TESTS + 100) {
+            p.line(&serde_json::json!({ "Action": "pass", "Package": "m/p", "Test": format!("TestP{i}") }).to_string());
+        }
+        p.line(r#"{"Action":"pass","Package":"m/p","Elapsed":1}"#);
+        let s = p.finish(true);
+        assert_eq!(s.passed, (MAX_RUNNING_TESTS + 100) as u64);
+        assert!(!s.anomalies.is_empty());
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! The tool builds the command itself, always with machine-readable output:
 //! - vitest: `<node> node_modules/.bin/vitest run --reporter=json --outputFile=<scratch>/...
 //!   --testTimeout=<inner> --hookTimeout=<inner> [args]` (vitest must be installed in the
-//!   workspace);
+//!   workspace; the report file is created by the host, the one thing in the scratch
+//!   directory's top level the runner may write, and read back through [`untrusted`]);
 //! - node: `<node> --test --test-reporter=<scratch>/reporter.mjs
 //!   --test-reporter-destination=stdout --test-timeout=<inner> [args]` ([`node`]);
 //! - go: `go test -json -count=1 -timeout=<inner>ms [args] [./...]` (a `go.mod` in the root);
@@ -25,7 +26,13 @@
 //! parsed as it arrives ([`sink`]), the process group killed at the end. The runner is confined
 //! by the sandbox as run_command's programs are ([`crate::sandbox`]), with the runner's
 //! toolchain readable ([`confine`]: the Go installation, the Rust toolchains, the registry
-//! cache, never the registry credentials); the report is the result's `sandbox`.
+//! cache, never the registry credentials); the report is the result's `sandbox`. Of the
+//! scratch directory the runner may write only `home/`, `tmp/`, the caches and vitest's report
+//! file, never its top level: it cannot replace what the host reads there or runs from there.
+//!
+//! The result's `status` is decided in one place ([`verdict::decide`]) from how the runner
+//! ended, what was counted and whether the runner's own summary agreed: `passed` only when all
+//! of them say so.
 
 pub mod args;
 pub mod cargo;
@@ -34,11 +41,13 @@ pub mod go;
 pub mod node;
 pub mod report;
 pub mod sink;
+pub mod untrusted;
+pub mod verdict;
 pub mod vitest;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cancel::Cancel;
@@ -50,10 +59,12 @@ use crate::node::Prepare;
 use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
 use crate::root::Workspace;
-use crate::sandbox::{self, Report, SandboxOptions};
+use crate::sandbox::{self, Access, Grant, Report, SandboxOptions};
 
 use report::{Cleaner, Failure, Summary};
 use sink::{LineSink, Parser};
+use untrusted::{ReportFile, ReportProblem};
+use verdict::{Ending, Status};
 
 /// Default outer deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -189,6 +200,8 @@ pub fn check_request(req: &TestsRequest, opts: &TestsOptions) -> Result<CheckedT
 /// The report of a run that ended by itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TestsOutput {
+    /// `passed`, `failed` or `incomplete` ([`verdict::decide`]).
+    pub status: Status,
     pub report: String,
     pub passed: u64,
     pub failed: u64,
@@ -217,6 +230,7 @@ impl TestsOutput {
             })
             .collect();
         let mut v = serde_json::json!({
+            "status": self.status.as_str(),
             "report": self.report,
             "passed": self.passed,
             "failed": self.failed,
@@ -240,6 +254,10 @@ struct Plan {
     program: PathBuf,
     arg0: OsString,
     args: Vec<OsString>,
+    /// What the runner may use in the scratch directory besides `home/` and `tmp/`.
+    scratch_grants: Vec<Grant>,
+    /// vitest's report file.
+    report: Option<ReportFile>,
 }
 
 fn runner_failed(runner: Runner, message: String, exit_code: Option<i32>) -> Error {
@@ -301,6 +319,9 @@ fn os(s: impl AsRef<OsStr>) -> OsString {
     s.as_ref().to_os_string()
 }
 
+/// vitest's report file in the scratch directory.
+pub const VITEST_REPORT: &str = "vitest-report.json";
+
 /// The runner's command, decided before the scratch directory exists where possible.
 fn plan(runner: Runner, ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, inner_ms: u64, scratch: &Scratch, prefix: &str) -> Result<Plan> {
     let user: Vec<OsString> = req.args.iter().map(os).collect();
@@ -317,13 +338,17 @@ fn plan(runner: Runner, ws: &Workspace, req: &TestsRequest, opts: &TestsOptions,
             if !args::go_has_pattern(&req.args) {
                 args.push(os("./..."));
             }
-            Plan { program, arg0: os("go"), args }
+            let mut scratch_grants = vec![Grant::new(scratch.subdir("gopath")?, Access::ReadWrite)];
+            if opts.go_cache.is_none() {
+                scratch_grants.push(Grant::new(scratch.subdir("go-build")?, Access::ReadWrite));
+            }
+            Plan { program, arg0: os("go"), args, scratch_grants, report: None }
         }
         Runner::Cargo => {
             let program = find_command("cargo", &opts.path)?;
             let mut args = vec![os("test"), os("--no-fail-fast"), os("--manifest-path"), ws.canonical().join("Cargo.toml").into_os_string()];
             args.extend(user);
-            Plan { program, arg0: os("cargo"), args }
+            Plan { program, arg0: os("cargo"), args, scratch_grants: Vec::new(), report: None }
         }
         Runner::Node => {
             let reporter = scratch.write_file("reporter.mjs", node::reporter_source(prefix).as_bytes())?;
@@ -334,10 +359,13 @@ fn plan(runner: Runner, ws: &Workspace, req: &TestsRequest, opts: &TestsOptions,
                 os(format!("--test-timeout={inner_ms}")),
             ];
             args.extend(user);
-            Plan { program: opts.node_path.clone(), arg0: os("node"), args }
+            // Read, never written: the runner loads it and cannot change it for a later file.
+            let scratch_grants = vec![Grant::new(reporter, Access::ReadExecute)];
+            Plan { program: opts.node_path.clone(), arg0: os("node"), args, scratch_grants, report: None }
         }
         Runner::Vitest => {
             let (script, js) = find_vitest(ws)?;
+            let report = ReportFile::create(scratch.path(), VITEST_REPORT)?;
             let mut args = Vec::new();
             let program = if js {
                 args.push(script.into_os_string());
@@ -348,12 +376,14 @@ fn plan(runner: Runner, ws: &Workspace, req: &TestsRequest, opts: &TestsOptions,
             args.extend([
                 os("run"),
                 os("--reporter=json"),
-                os(format!("--outputFile={}", scratch.path().join("vitest-report.json").display())),
+                os(format!("--outputFile={}", report.path().display())),
                 os(format!("--testTimeout={inner_ms}")),
                 os(format!("--hookTimeout={inner_ms}")),
             ]);
             args.extend(user);
-            Plan { program, arg0: os(if js { "node" } else { "vitest" }), args }
+            // The file itself, written in place: not its directory.
+            let scratch_grants = vec![Grant::new(report.path(), Access::ReadWrite)];
+            Plan { program, arg0: os(if js { "node" } else { "vitest" }), args, scratch_grants, report: Some(report) }
         }
     })
 }
@@ -443,12 +473,20 @@ fn random_prefix() -> Result<String> {
     Ok(format!("workcell-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
 }
 
-/// Reads the vitest report file (bounded).
-fn read_vitest_report(path: &Path) -> Option<serde_json::Value> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut text = String::new();
-    file.take(vitest::MAX_REPORT_FILE).read_to_string(&mut text).ok()?;
-    serde_json::from_str(&text).ok()
+/// vitest's summary from its report file: read on a blocking thread with the checks of
+/// [`untrusted`], parsed into typed structures. `None` when the runner wrote nothing (it could
+/// not start); an unusable file is a summary with an anomaly (never `passed`).
+async fn vitest_summary(report: ReportFile, cleaner: Cleaner, inner_ms: u64) -> Result<Option<Summary>> {
+    untrusted::read_on_blocking_thread(move || match report.read(vitest::MAX_REPORT_FILE) {
+        Ok(bytes) => Some(vitest::parse_report(&bytes, &cleaner, inner_ms)),
+        Err(ReportProblem::Missing | ReportProblem::Empty) => None,
+        Err(problem) => {
+            let mut s = Summary { structured: true, ..Summary::default() };
+            s.push_anomaly(format!("{}; the counts are unknown", problem.describe("vitest's report file")));
+            Some(s)
+        }
+    })
+    .await
 }
 
 /// Runs the tests. A run that ended by itself (tests passing or failing, build errors) is `Ok`;
@@ -469,8 +507,9 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
     sandbox::require(&opts.sandbox)?;
 
     let scratch = Scratch::create(&scratch_parent)?;
-    let plan = plan(runner, ws, req, opts, inner_ms, &scratch, &prefix)?;
-    let confinement = sandbox::prepare(&opts.sandbox, ws, &confine::runner_grants(runner, &plan.program, opts, &scratch))?;
+    let mut plan = plan(runner, ws, req, opts, inner_ms, &scratch, &prefix)?;
+    let env = environment(runner, opts, &scratch)?;
+    let confinement = sandbox::prepare(&opts.sandbox, ws, &confine::runner_grants(runner, &plan.program, opts, &scratch, &plan.scratch_grants))?;
     cancel.check()?;
     let cleaner = Cleaner::new(ws.canonical(), scratch.path());
     let parser = match runner {
@@ -479,7 +518,8 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
         Runner::Node => AnyParser::Node(node::NodeParser::new(cleaner.clone(), prefix)),
         Runner::Vitest => AnyParser::Vitest(vitest::VitestOutput::new(cleaner.clone())),
     };
-    let launch = Launch { program: plan.program, arg0: plan.arg0, args: plan.args, env: environment(runner, opts, &scratch)? };
+    let report_file = plan.report.take();
+    let launch = Launch { program: plan.program, arg0: plan.arg0, args: plan.args, env };
     let mut spec = launch::spawn_spec(launch, &workdir);
     let confined = confinement.apply(&mut spec);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
@@ -495,7 +535,8 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
         End::Cancelled => Err(Error::cancelled()),
         End::TimedOut => {
             let summary = sink.parser.finish(false);
-            let report = report::render(runner.as_str(), &summary, None, Some(&format!("stopped at the {outer_ms} ms deadline")));
+            let verdict = verdict::decide(&Ending::Deadline(outer_ms), &summary);
+            let report = report::render(runner.as_str(), &summary, &verdict, None);
             // The runner's own lines (not the structured events), as the partial output.
             let own = sink.parser.other();
             let max = opts.max_timeout.as_millis();
@@ -504,6 +545,7 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                     "run fewer tests (a package, file or name filter in args), fix the test that hangs (details.running names what was still running when known), or pass a larger timeoutMs (at most {max}); the runner's own per-test timeout was {inner_ms} ms"
                 ))
                 .with_details(serde_json::json!({
+                    "status": verdict.status.as_str(),
                     "report": report,
                     "passed": summary.passed,
                     "failed": summary.failed,
@@ -516,10 +558,12 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                 })))
         }
         End::Exited => {
-            let mut summary = sink.parser.finish(true);
-            if runner == Runner::Vitest {
-                if let Some(json) = read_vitest_report(&scratch.path().join("vitest-report.json")) {
-                    summary = vitest::parse_report(&json, &cleaner, inner_ms);
+            // A runner killed by a signal did not finish: what it had not reported is unknown,
+            // not failed.
+            let mut summary = sink.parser.finish(status.code.is_some());
+            if let Some(report) = report_file {
+                if let Some(s) = vitest_summary(report, cleaner.clone(), inner_ms).await? {
+                    summary = s;
                 }
             }
             drop(scratch);
@@ -548,8 +592,10 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                 }
                 return Err(err);
             }
-            let report = report::render(runner.as_str(), &summary, status.code, checked.note.as_deref());
+            let verdict = verdict::decide(&Ending::from_status(status.code, status.signal_name()), &summary);
+            let report = report::render(runner.as_str(), &summary, &verdict, checked.note.as_deref());
             Ok(TestsOutput {
+                status: verdict.status,
                 report,
                 passed: summary.passed,
                 failed: summary.failed,
