@@ -720,7 +720,7 @@ impl Shared {
         st.finished = true;
         self.limits.stop.store(true, Ordering::Relaxed);
         let c = std::mem::take(&mut st.collector);
-        for (_, (_, r)) in &c.pending {
+        for (_, r) in c.pending.values() {
             self.held.release(held_bytes(r));
         }
         c
@@ -1098,7 +1098,7 @@ mod tests {
     fn a_file_keeps_only_what_can_still_fit_the_output() {
         // 10,000 matching lines, 40 KiB already taken: the file keeps what fits the other 24
         // KiB and says that more matched.
-        let text = "needle ".repeat(10).repeat(1) + "\n";
+        let text = "needle ".repeat(10) + "\n";
         let body = text.repeat(10_000);
         let cancel = Cancel::new();
         let limits = limits_for(&cancel);
