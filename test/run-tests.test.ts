@@ -199,7 +199,7 @@ describe("run_tests: node", () => {
     expect(counts(r)).toEqual({ passed: 1, failed: 1, skipped: 0 });
     expect(r.failures[0]!.output).toContain("FAILED-AFTER-PRINTING");
     expect(r.failures[0]!.output).toMatch(/output of the file \(\d{7,} bytes printed, \d{7,} cut from the middle\):/);
-    expect(r.failures[0]!.output).toContain("fffff");
+    expect(r.failures[0]!.output).toMatch(/\[\d+ bytes omitted\]/);
     expect(Buffer.byteLength(r.failures[0]!.output)).toBeLessThan(1_700);
     expect(growth).toBeLessThan(64 * 1024 * 1024);
   });
@@ -219,7 +219,8 @@ describe("run_tests: node", () => {
     expect(Buffer.byteLength(r.report)).toBeLessThan(2 * 1024);
     expect(r.report).toContain("the odd one");
     expect(r.report).toContain("total: 42");
-    expect(r.report).not.toContain("chatter");
+    // The failing file's output comes with its failure (node reports output per file), cut.
+    expect(r.report).toMatch(/output of the file \(\d+ bytes printed, \d+ cut from the middle\):/);
   });
 });
 
@@ -239,10 +240,10 @@ describe("run_tests: vitest", () => {
     mkdirSync(scratchDir);
     // Hard links when the temporary directory is on the same file system, a copy otherwise.
     try {
-      execFileSync("cp", ["-al", join(REPO, "node_modules"), join(root, "node_modules")], { stdio: "ignore" });
+      execFileSync("cp", ["-al", realpathSync(join(REPO, "node_modules")), join(root, "node_modules")], { stdio: "ignore" });
     } catch {
       rmSync(join(root, "node_modules"), { recursive: true, force: true });
-      execFileSync("cp", ["-a", join(REPO, "node_modules"), join(root, "node_modules")]);
+      execFileSync("cp", ["-a", realpathSync(join(REPO, "node_modules")), join(root, "node_modules")]);
     }
     const files: Files = {
       "package.json": '{ "name": "fixture", "type": "module" }\n',

@@ -141,6 +141,9 @@ pub struct NodeParser {
     pending: Vec<Pending>,
     /// Failures of tests (not of suites' hooks), as the runner counts them.
     test_failed: u64,
+    /// Files that failed as a whole (could not load, stopped by the timeout): the runner counts
+    /// each as one failure.
+    file_failed: u64,
     counts: Counts,
     other: Bounded,
 }
@@ -155,6 +158,7 @@ impl NodeParser {
             summary: Summary::default(),
             pending: Vec::new(),
             test_failed: 0,
+            file_failed: 0,
             counts: Counts::default(),
             other: Bounded::new(4 * 1024),
         }
@@ -298,6 +302,7 @@ impl NodeParser {
                 f.load_output = Bounded::new(0);
             }
             "fail" if file_level => {
+                self.file_failed += 1;
                 let kind = ev["error"]["type"].as_str().unwrap_or("").to_string();
                 let message = self.error_text(&ev);
                 let f = &mut self.files[fi];
@@ -396,14 +401,16 @@ impl Parser for NodeParser {
             s.runner_summary = true;
             let failed = fail + c.cancelled.unwrap_or(0);
             let skipped = c.skipped.unwrap_or(0) + c.todo.unwrap_or(0);
-            if pass != s.passed || failed != self.test_failed || skipped != s.skipped {
+            let counted = self.test_failed + self.file_failed;
+            if pass != s.passed || failed != counted || skipped != s.skipped {
                 s.push_anomaly(format!(
-                    "node's closing counts ({pass} passed, {failed} failed or cancelled, {skipped} skipped or todo) disagree with its test events ({} passed, {} failed, {} skipped)",
-                    s.passed, self.test_failed, s.skipped
+                    "node's closing counts ({pass} passed, {failed} failed or cancelled, {skipped} skipped or todo) disagree with its test events ({} passed, {counted} failed, {} skipped)",
+                    s.passed, s.skipped
                 ));
             }
-            if failed > self.test_failed {
-                s.failed += failed - self.test_failed;
+            // Failures the runner counted and its events did not name are kept.
+            if failed > counted && !s.failing() {
+                s.failed += failed - counted;
             }
         }
         s
