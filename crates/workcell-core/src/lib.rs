@@ -20,15 +20,18 @@
 //!   process a tool starts.
 
 pub mod cancel;
+pub mod diff;
 pub mod command;
 pub mod edit;
 pub mod error;
+pub mod fileops;
 pub mod guard;
 pub mod hash;
 pub mod host_config;
 pub mod list;
 pub mod node;
 pub mod page;
+pub mod patch;
 pub mod path;
 pub mod policy;
 pub mod process;
