@@ -81,6 +81,9 @@ impl MoveRequest {
     pub fn from(&self) -> &RelPath {
         &self.from
     }
+    pub fn to(&self) -> &RelPath {
+        &self.to
+    }
 }
 
 #[derive(Debug)]

@@ -9,6 +9,9 @@
 //! - [`walk`]: the confined directory walk; [`list`]: `list_files`; [`search`]: `search_files`;
 //! - [`hash`]: approval hashes (`hashFile`);
 //! - [`edit`]: `edit_file`; [`guard`]: the write guard (protected globs, links refused);
+//! - [`diff`]: the bounded unified diff `edit_file` and `apply_patch` return;
+//! - [`patch`]: `apply_patch` (parser, hunk location, the all-or-nothing plan);
+//! - [`fileops`]: `move_file`, `delete_file`, `make_directory`;
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;

@@ -427,6 +427,20 @@ fn keep_link<'a>(r: &'a Resolved, id: Identity, shown: &str) -> Result<Kept<'a>>
     Err(Error::from_io(&io_err(rustix::io::Errno::EXIST), shown))
 }
 
+/// Keeps the old file at `r`: a hard link where the file system allows one (the same inode
+/// comes back on a rollback), else a staged copy of its bytes (`old`, as read under the lock).
+fn keep_old<'a>(r: &'a Resolved, id: Identity, shown: &str, old: &[u8], mode: u32, before: Existing) -> Result<Kept<'a>> {
+    match keep_link(r, id, shown) {
+        Ok(k) => Ok(k),
+        Err(e) if e.code == Code::IoError => {
+            let mut copy = stage(r, shown, old, mode, before)?;
+            copy.installed = true; // from now on the Kept owns the name
+            Ok(Kept { dir: &r.dir, name: copy.name.clone(), id: copy.id, live: true })
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn rename(from_dir: &Dir, from: &OsStr, to_dir: &Dir, to: &OsStr, noreplace: bool) -> std::io::Result<()> {
     let flags = if noreplace { RenameFlags::NOREPLACE } else { RenameFlags::empty() };
     rustix::fs::renameat_with(from_dir, from, to_dir, to, flags).map_err(io_err)
@@ -441,10 +455,12 @@ enum Step<'a> {
 }
 
 /// Runs the transaction under every lock (see the module docs).
-pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, mut resolution: Resolution, cancel: &Cancel) -> Result<PatchOutput> {
+pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, cancel: &Cancel) -> Result<PatchOutput> {
+    // Declared first, dropped last: created directories are removed after the temps in them.
+    let Resolution { entries, mut created } = resolution;
+    let entries = &entries;
     cancel.check()?;
     ws.check()?;
-    let entries = &resolution.entries;
     // 1. Compute.
     let mut scan = ScanBudget::default();
     let mut computed = Vec::with_capacity(entries.len());
@@ -500,7 +516,7 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, mut resolution: Resolution, 
                 temps.push(temp);
                 let old = match c.src_before {
                     Existing::Regular { id, .. } => {
-                        kept.push(keep_link(&e.src, id, shown)?);
+                        kept.push(keep_old(&e.src, id, shown, c.old.as_deref().unwrap_or("").as_bytes(), c.mode, c.src_before)?);
                         Some(kept.len() - 1)
                     }
                     _ => None,
@@ -591,7 +607,7 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, mut resolution: Resolution, 
             }
         }
     }
-    resolution.created.keep();
+    created.keep();
     drop(done);
     drop(kept);
     Ok(PatchOutput { files, diff: diff_text, note: (!notes.is_empty()).then(|| notes.join("; ")) })
