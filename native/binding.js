@@ -773,12 +773,15 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper, sandboxFeatures, sandboxGrantPath } = nativeBinding
+const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkMoveArguments, checkNameArgument, checkPatchArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper, sandboxFeatures, sandboxGrantPath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { WriteGuard }
 export { checkCommand }
 export { checkEditArguments }
+export { checkMoveArguments }
+export { checkNameArgument }
+export { checkPatchArguments }
 export { checkSearchPattern }
 export { checkWriteArguments }
 export { defaultDenyCommands }

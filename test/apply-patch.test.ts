@@ -56,7 +56,7 @@ describe("apply_patch", () => {
     expect(result.isError).toBe(false);
     const out = content(result);
     expect(out.files).toEqual([
-      { path: "lib/util.py", action: "add", bytes: 32 },
+      { path: "lib/util.py", action: "add", bytes: 27 },
       { path: "old.txt", action: "delete" },
       { path: "app.py", action: "update", movedTo: "main.py", bytes: 31 },
     ]);
