@@ -222,6 +222,8 @@ pub(crate) mod hooks {
     thread_local! {
         /// Fail the install step with this index with this errno.
         pub static FAIL_STEP: RefCell<Option<(usize, i32)>> = const { RefCell::new(None) };
+        /// Make the hard link of an old file fail with this errno (the staged-copy fallback).
+        pub static LINK_ERRNO: RefCell<Option<i32>> = const { RefCell::new(None) };
         /// Called after staging, before the recheck.
         pub static STAGED: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
     }
@@ -402,6 +404,10 @@ impl Drop for Kept<'_> {
 
 /// Links the file at `r` (identity `id`) under a fresh staged name.
 fn keep_link<'a>(r: &'a Resolved, id: Identity, shown: &str) -> Result<Kept<'a>> {
+    #[cfg(test)]
+    if let Some(errno) = hooks::LINK_ERRNO.with(|h| *h.borrow()) {
+        return Err(Error::from_io(&std::io::Error::from_raw_os_error(errno), shown));
+    }
     for _ in 0..16 {
         let name = OsString::from(write::temp_name());
         match rustix::fs::linkat(&r.dir, &r.name, &r.dir, &name, AtFlags::empty()) {

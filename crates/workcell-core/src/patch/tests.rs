@@ -216,6 +216,26 @@ fn an_install_failure_puts_back_the_files_already_installed() {
     assert!(temps(&root).is_empty());
 }
 
+#[test]
+fn without_hard_links_the_old_content_is_kept_as_a_staged_copy_and_put_back() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("one.txt"), "one\r\n").unwrap();
+    fs::write(root.join("two.txt"), "two\n").unwrap();
+    let patch = "*** Begin Patch\n*** Update File: one.txt\n-one\n+ONE\n*** Update File: two.txt\n-two\n+TWO\n*** End Patch";
+    plan::hooks::LINK_ERRNO.with(|h| *h.borrow_mut() = Some(libc::EPERM));
+    plan::hooks::FAIL_STEP.with(|h| *h.borrow_mut() = Some((1, libc::EIO)));
+    let err = run_here(&ws, patch, None).unwrap_err();
+    plan::hooks::FAIL_STEP.with(|h| *h.borrow_mut() = None);
+    assert_eq!(err.details.as_ref().unwrap()["restored"], true, "{err:?}");
+    assert_eq!(fs::read(root.join("one.txt")).unwrap(), b"one\r\n");
+    assert_eq!(read(&root, "two.txt"), "two\n");
+    assert!(temps(&root).is_empty(), "{:?}", temps(&root));
+    run_here(&ws, patch, None).unwrap();
+    plan::hooks::LINK_ERRNO.with(|h| *h.borrow_mut() = None);
+    assert_eq!(fs::read(root.join("one.txt")).unwrap(), b"ONE\r\n");
+    assert!(temps(&root).is_empty());
+}
+
 #[tokio::test]
 async fn a_patch_touching_git_config_is_refused_whole() {
     let (_t, root, ws) = setup();
