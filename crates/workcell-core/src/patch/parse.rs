@@ -228,8 +228,8 @@ pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
                 if raw.starts_with("***") {
                     break;
                 }
-                if raw.starts_with("@@") {
-                    let anchor = raw[2..].trim();
+                if let Some(rest) = raw.strip_prefix("@@") {
+                    let anchor = rest.trim();
                     match current.as_mut() {
                         // Consecutive @@ lines: more anchors for the same hunk.
                         Some(h) if h.lines.is_empty() => {

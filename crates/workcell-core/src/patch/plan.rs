@@ -295,7 +295,7 @@ fn compute(req: &PatchRequest, e: &Entry, cancel: &Cancel, scan: &mut ScanBudget
             let before = lstat(&e.src, shown)?;
             match before {
                 Existing::Absent => {}
-                Existing::Other(kind) if kind == "directory" => return Err(exists_error(shown, "a directory has this name")),
+                Existing::Other("directory") => return Err(exists_error(shown, "a directory has this name")),
                 _ => return Err(exists_error(shown, "*** Add File creates a new file only")),
             }
             if let Some(h) = expected(shown) {
