@@ -5,7 +5,7 @@
 import { mkdtemp, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createEditTool, createReadTool, createWriteTool } from "../dist/index.js";
+import { createApplyPatchTool, createEditTool, createReadTool, createWriteTool } from "../dist/index.js";
 
 const ROUNDS = 20;
 const PER_ROUND = 20;
@@ -64,6 +64,40 @@ export default async function (h) {
       target: "<= 1.0",
       pass: mine / base <= 1.0,
       notes: `${ROUNDS} alternating rounds of ${PER_ROUND} calls; median of round medians; edit_file also returns a diff`,
+    });
+
+    // apply_patch of one 5-file patch against the same five edits as five edit_file calls.
+    const names = [0, 1, 2, 3, 4].map((i) => `p${i}.ts`);
+    const edits = [0, 1, 2, 3, 4].map((i) => `q${i}.ts`);
+    for (const f of [...names, ...edits]) await writeFile(join(dir, f), text.replace("value200 = compute(200);", "value200 = compute(0);"));
+    const patchTool = createApplyPatchTool(dir);
+    let pn = 0;
+    const patch = () => {
+      const k = pn++ % 2;
+      const body = names
+        .map((f) => `*** Update File: ${f}\n@@\n   const value199 = compute(199); // line 199\n-  const value200 = compute(${k}); // line 200\n+  const value200 = compute(${1 - k}); // line 200\n   const value201 = compute(201); // line 201\n`)
+        .join("");
+      return patchTool.execute({ patch: `*** Begin Patch\n${body}*** End Patch\n` }, ctx());
+    };
+    let en = 0;
+    const five = async () => {
+      const k = en++ % 2;
+      for (const f of edits) {
+        await edit.execute({ path: f, edits: [{ oldText: `value200 = compute(${k});`, newText: `value200 = compute(${1 - k});` }] }, ctx());
+      }
+    };
+    const [pv, ev] = await alternate(h, patch, five);
+    h.row({
+      name: `apply_patch of a 5-file patch vs the same five edit_file calls (${label}): median latency`,
+      subject: "workcell apply_patch (parse, locate, stage 5 temps + 5 kept links, 5 renames, all or nothing)",
+      baseline: "five sequential edit_file calls, one line each",
+      unit: "µs",
+      subjectValue: pv,
+      baselineValue: ev,
+      ratio: pv / ev,
+      target: "<= 1.2",
+      pass: pv / ev <= 1.2,
+      notes: `${ROUNDS} alternating rounds of ${PER_ROUND} calls; median of round medians; both return diffs`,
     });
 
     const guarded = createWriteTool(dir);

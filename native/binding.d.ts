@@ -36,6 +36,17 @@ export declare class NativeWorkspace {
   /** list_files: resolves to the listing or to `{ error }`; never rejects. */
   listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
   /**
+   * apply_patch: resolves to `{ files, diff, note }` or to `{ error }`; never rejects. Its
+   * places in the targets' write queues are taken synchronously, here.
+   */
+  applyPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PatchResult>
+  /** move_file: resolves to `{ from, to, replaced }` or to `{ error }`. */
+  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<MoveResult>
+  /** delete_file: resolves to `{ path, kind }` or to `{ error }`. */
+  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<DeleteResult>
+  /** make_directory: resolves to `{ path, created }` or to `{ error }`. */
+  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<MkdirResult>
+  /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
    */
@@ -95,6 +106,18 @@ export declare function checkCommand(argv: Array<string>, policy?: NativeCommand
  */
 export declare function checkEditArguments(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null): string
 
+/** move_file's effect-free checks; returns the normalized `[from, to]`. */
+export declare function checkMoveArguments(from: string, to: string): Array<string>
+
+/** delete_file's and make_directory's effect-free checks; returns the normalized path. */
+export declare function checkNameArgument(path: string): string
+
+/**
+ * Applies apply_patch's effect-free checks (the whole format, paths, limits) and returns the
+ * number of files the patch touches; throws (message: the tool error's JSON).
+ */
+export declare function checkPatchArguments(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null): number
+
 /**
  * Compiles a search pattern (and glob) without searching; throws (message: the tool error's
  * JSON) with `TOOL_ARGUMENTS_INVALID` when either does not compile, the parser's message in
@@ -116,6 +139,12 @@ export interface CommandCheckResult {
 
 /** The default deny-list. */
 export declare function defaultDenyCommands(): Array<string>
+
+export interface DeleteResult {
+  path?: string
+  kind?: string
+  error?: NativeError
+}
 
 /** One replacement, as the model sent it. */
 export interface EditArg {
@@ -152,6 +181,19 @@ export interface ListResult {
   truncated?: boolean
   notShown?: number
   note?: string
+  error?: NativeError
+}
+
+export interface MkdirResult {
+  path?: string
+  created?: boolean
+  error?: NativeError
+}
+
+export interface MoveResult {
+  from?: string
+  to?: string
+  replaced?: boolean
   error?: NativeError
 }
 
@@ -223,6 +265,26 @@ export interface NodeProcessResult {
  * JSON) with `TOOL_ARGUMENTS_INVALID` / `INVALID_RELATIVE_PATH` or `INVALID_UNICODE`.
  */
 export declare function normalizePath(path: string): string
+
+export interface PatchFileResult {
+  path: string
+  action: string
+  movedTo?: string
+  bytes?: number
+}
+
+export interface PatchResult {
+  files?: Array<PatchFileResult>
+  diff?: string
+  note?: string
+  error?: NativeError
+}
+
+/** One entry of `expectedHashes`. */
+export interface PathHash {
+  path: string
+  hash: string
+}
 
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
 export declare function processReaper(): string

@@ -9,6 +9,7 @@ mod edit;
 mod guard;
 mod hash;
 mod list;
+mod patch;
 mod path;
 mod policy;
 mod process;

@@ -8,13 +8,22 @@ import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 import { createEditTool, type EditToolOptions } from "./edit.js";
 import type { WriteGuardOptions } from "./guard.js";
+import { createApplyPatchTool, type ApplyPatchToolOptions } from "./apply-patch.js";
+import { createDeleteFileTool, createMakeDirectoryTool, createMoveFileTool, type FileOpsToolOptions } from "./file-ops.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
   edit?: EditToolOptions;
-  /** The write guard of every writing tool (write_file, edit_file); a tool's own options override it. */
+  applyPatch?: ApplyPatchToolOptions;
+  moveFile?: FileOpsToolOptions;
+  deleteFile?: FileOpsToolOptions;
+  makeDirectory?: FileOpsToolOptions;
+  /**
+   * The write guard of every writing tool (write_file, edit_file, apply_patch, move_file,
+   * delete_file, make_directory); a tool's own options override it.
+   */
   guard?: WriteGuardOptions;
   list?: ListToolOptions;
   search?: SearchToolOptions;
@@ -60,6 +69,10 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createSearchTool(root, options.search),
     createWriteTool(root, { ...options.guard, ...options.write }),
     createEditTool(root, { ...options.guard, ...options.edit }),
+    createApplyPatchTool(root, { ...options.guard, ...options.applyPatch }),
+    createMoveFileTool(root, { ...options.guard, ...options.moveFile }),
+    createDeleteFileTool(root, { ...options.guard, ...options.deleteFile }),
+    createMakeDirectoryTool(root, { ...options.guard, ...options.makeDirectory }),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
     createRunCommandTool(root, { ...processes, ...options.runCommand }),
     createRunTestsTool(root, { ...processes, ...options.runTests }),

@@ -19,6 +19,7 @@ export const ErrorCode = {
   PATH_PROTECTED: "PATH_PROTECTED",
   TESTS_TIMED_OUT: "TESTS_TIMED_OUT",
   TEST_RUNNER_FAILED: "TEST_RUNNER_FAILED",
+  FILE_EXISTS: "FILE_EXISTS",
   IO_ERROR: "IO_ERROR",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -35,6 +36,7 @@ export const ArgumentsReason = {
   ARGUMENTS_TOO_LARGE: "ARGUMENTS_TOO_LARGE",
   COMMAND_LINE_TOO_LONG: "COMMAND_LINE_TOO_LONG",
   COMMAND_REFUSED: "COMMAND_REFUSED",
+  PATCH_INVALID: "PATCH_INVALID",
 } as const;
 export type ArgumentsReason = (typeof ArgumentsReason)[keyof typeof ArgumentsReason];
 

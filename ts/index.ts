@@ -10,6 +10,18 @@ export { createWriteTool } from "./write.js";
 export type { WriteInput, WriteOutput, WriteToolOptions } from "./write.js";
 export { createEditTool } from "./edit.js";
 export type { EditInput, EditOutput, EditToolOptions } from "./edit.js";
+export { createApplyPatchTool, MAX_PATCH_BYTES, MAX_PATCH_FILES } from "./apply-patch.js";
+export type { ApplyPatchInput, ApplyPatchOutput, ApplyPatchToolOptions, PatchedFile } from "./apply-patch.js";
+export { createMoveFileTool, createDeleteFileTool, createMakeDirectoryTool } from "./file-ops.js";
+export type {
+  MoveFileInput,
+  MoveFileOutput,
+  DeleteFileInput,
+  DeleteFileOutput,
+  MakeDirectoryInput,
+  MakeDirectoryOutput,
+  FileOpsToolOptions,
+} from "./file-ops.js";
 export { DEFAULT_PROTECT } from "./guard.js";
 export type { WriteGuardOptions } from "./guard.js";
 export { checkCommand, DEFAULT_DENY_COMMANDS } from "./policy.js";

@@ -26,7 +26,10 @@
 //! - a leading BOM stays, and is never part of a match.
 //!
 //! The result is `{ path, edits, bytes, diff }`: a unified diff (LF, without the BOM, three
-//! lines of context) cut at [`MAX_DIFF_BYTES`] with a note saying how much was left out.
+//! lines of context) cut at [`MAX_DIFF_BYTES`] with a note saying how much was left out. The
+//! diff's work is bounded ([`crate::diff`]): a change too large to diff within the budget says
+//! `diff omitted` instead. It is computed before the install, with cancellation checked during
+//! it and again right before the rename: an abort during the diff leaves the file unchanged.
 
 use std::io::Read as _;
 use std::sync::Arc;
@@ -42,10 +45,7 @@ use crate::write::{self, install, open_at, AtTarget, Job, Resolved};
 
 /// Most edits in one call.
 pub const MAX_EDITS: usize = 50;
-/// Longest diff returned, in UTF-8 bytes (then cut at a line end, with a note).
-pub const MAX_DIFF_BYTES: usize = 8 * 1024;
-/// Lines of context around each change in the diff.
-pub const DIFF_CONTEXT: usize = 3;
+pub use crate::diff::{DIFF_CONTEXT, MAX_DIFF_BYTES};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EditOutput {
@@ -170,7 +170,7 @@ impl Job for EditRequest {
                 .with_details(serde_json::json!({ "offset": offset }))
         })?;
         cancel.check()?;
-        let applied = apply(shown, &text, &self.edits)?;
+        let applied = apply_cancellable(shown, &text, &self.edits, cancel)?;
         if applied.content.len() > self.max_bytes {
             return Err(Error::invalid(
                 Reason::ContentTooLarge,
@@ -269,7 +269,13 @@ fn line_of(text: &str, offset: usize) -> usize {
     memchr::memchr_iter(b'\n', &text.as_bytes()[..offset]).count() + 1
 }
 
+#[cfg(test)]
 pub(crate) fn apply(shown: &str, original: &str, edits: &[Edit]) -> Result<Applied> {
+    apply_cancellable(shown, original, edits, &Cancel::new())
+}
+
+/// Locates and applies every edit, then diffs (bounded, cancellable).
+pub(crate) fn apply_cancellable(shown: &str, original: &str, edits: &[Edit], cancel: &Cancel) -> Result<Applied> {
     let (bom, body) = match original.strip_prefix('\u{feff}') {
         Some(rest) => ("\u{feff}", rest),
         None => ("", original),
@@ -329,12 +335,12 @@ pub(crate) fn apply(shown: &str, original: &str, edits: &[Edit]) -> Result<Appli
     }
     content.push_str(&body[at_orig..]);
     new_norm.push_str(&norm[at_norm..]);
-    let diff = unified_diff(shown, &norm, &new_norm);
+    let diff = crate::diff::unified(shown, &norm, &new_norm, cancel)?;
     Ok(Applied { content, diff })
 }
 
 /// Similarity of two strings from their character bigrams (Dice's coefficient, 0 to 1).
-fn similarity(a: &str, b: &str) -> f64 {
+pub(crate) fn similarity(a: &str, b: &str) -> f64 {
     const CAP: usize = 400;
     let grams = |s: &str| {
         let chars: Vec<char> = s.chars().take(CAP).collect();
@@ -361,7 +367,7 @@ fn similarity(a: &str, b: &str) -> f64 {
     2.0 * common as f64 / (x.len() + y.len()) as f64
 }
 
-fn cut_chars(s: &str, max: usize) -> String {
+pub(crate) fn cut_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
@@ -392,76 +398,6 @@ fn not_found(shown: &str, norm: &str, old: &str, i: usize) -> Error {
             .with_hint("oldText must match the file exactly, whitespace and line breaks included; nothing similar is in the file: read it again and copy the text from it")
             .with_details(serde_json::json!({ "edit": i })),
     }
-}
-
-/// A unified diff of two LF texts, cut at [`MAX_DIFF_BYTES`] on a line end with a note. The
-/// lines the texts share at both ends are set aside before diffing (an edit changes a small
-/// region of a larger file), then kept as context.
-fn unified_diff(shown: &str, old: &str, new: &str) -> String {
-    use similar::{DiffOp, DiffTag};
-    let a: Vec<&str> = old.split_inclusive('\n').collect();
-    let b: Vec<&str> = new.split_inclusive('\n').collect();
-    let prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suffix = a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
-    let (n, m) = (a.len(), b.len());
-    let mut ops = Vec::new();
-    if prefix > 0 {
-        ops.push(DiffOp::Equal { old_index: 0, new_index: 0, len: prefix });
-    }
-    ops.extend(similar::capture_diff(similar::Algorithm::Myers, &a[..], prefix..n - suffix, &b[..], prefix..m - suffix));
-    if suffix > 0 {
-        ops.push(DiffOp::Equal { old_index: n - suffix, new_index: m - suffix, len: suffix });
-    }
-    let mut out = String::new();
-    let groups = similar::group_diff_ops(ops, DIFF_CONTEXT);
-    if groups.is_empty() {
-        return out;
-    }
-    out.push_str(&format!("--- a/{shown}\n+++ b/{shown}\n"));
-    let line = |out: &mut String, sign: char, text: &str| {
-        out.push(sign);
-        out.push_str(text);
-        if !text.ends_with('\n') {
-            out.push_str("\n\\ No newline at end of file\n");
-        }
-    };
-    for group in groups {
-        out.push_str(&format!("{}\n", similar::udiff::UnifiedHunkHeader::new(&group)));
-        for op in group {
-            let (tag, old_range, new_range) = op.as_tag_tuple();
-            match tag {
-                DiffTag::Equal => old_range.for_each(|i| line(&mut out, ' ', a[i])),
-                DiffTag::Delete => old_range.for_each(|i| line(&mut out, '-', a[i])),
-                DiffTag::Insert => new_range.for_each(|i| line(&mut out, '+', b[i])),
-                DiffTag::Replace => {
-                    old_range.for_each(|i| line(&mut out, '-', a[i]));
-                    new_range.for_each(|i| line(&mut out, '+', b[i]));
-                }
-            }
-        }
-    }
-    bound_diff(out)
-}
-
-fn bound_diff(full: String) -> String {
-    if full.len() <= MAX_DIFF_BYTES {
-        return full;
-    }
-    let mut cut = MAX_DIFF_BYTES;
-    while !full.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    // Back to the last complete line.
-    if let Some(nl) = full[..cut].rfind('\n') {
-        cut = nl + 1;
-    }
-    let left = full.len() - cut;
-    let lines_left = full[cut..].lines().count();
-    let mut out = full[..cut].to_string();
-    out.push_str(&format!(
-        "... diff cut at {MAX_DIFF_BYTES} bytes: {lines_left} more lines ({left} bytes) not shown; read the file to see the result\n"
-    ));
-    out
 }
 
 #[cfg(test)]
@@ -564,7 +500,7 @@ mod tests {
 
     #[test]
     fn the_diff_is_bounded_with_a_note() {
-        let old: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+        let old: String = (0..3000).map(|i| format!("line {i}\nsame {i}\n")).collect();
         let a = apply("f", &old, &[e(&old, &old.replace("line", "LINE"))]).unwrap();
         assert!(a.diff.len() <= MAX_DIFF_BYTES + 200, "{}", a.diff.len());
         assert!(a.diff.contains("diff cut at 8192 bytes"));
@@ -573,29 +509,47 @@ mod tests {
     }
 
     #[test]
-    fn the_trimmed_diff_equals_a_whole_file_diff() {
-        let whole = |a: &str, b: &str| {
-            similar::TextDiff::from_lines(a, b)
-                .unified_diff()
-                .context_radius(DIFF_CONTEXT)
-                .missing_newline_hint(true)
-                .header("a/f", "b/f")
-                .to_string()
-        };
-        let base: String = (0..60).map(|i| format!("line {i}\n")).collect();
-        let cases = [
-            (base.clone(), base.replace("line 3\n", "three\n").replace("line 40\n", "")),
-            (base.clone(), base.replace("line 0\n", "").replace("line 59\n", "end")),
-            ("a\nb".to_string(), "a\nc".to_string()),
-            ("a\nb\n".to_string(), "a\nb\nc".to_string()),
-            (String::new(), "x\n".to_string()),
-            ("x\n".to_string(), String::new()),
-            ("same\n".to_string(), "same\n".to_string()),
-            (base.clone(), base.replace("line 10\n", "line 10\nline 10\n")),
-        ];
-        for (a, b) in cases {
-            assert_eq!(unified_diff("f", &a, &b), whole(&a, &b), "{a:?} -> {b:?}");
-        }
+    fn edit_replacing_every_line_of_a_64k_file_says_diff_omitted() {
+        // The finding's input: all 32,768 lines of a 64 KiB file replaced in one edit.
+        let (_t, root, ws) = setup();
+        let old: String = (0..32_768).map(|i| if i % 2 == 0 { "a\n" } else { "b\n" }).collect();
+        fs::write(root.join("big.txt"), &old).unwrap();
+        let new = old.replace('a', "c").replace('b', "d");
+        let rel = write::check_path("big.txt").unwrap();
+        let cancel = Cancel::new();
+        let target = write::resolve(&ws, &rel, &cancel).unwrap();
+        let req = EditRequest::new("big.txt", vec![e(&old, &new)], write::MAX_WRITE_BYTES).unwrap();
+        let out = req.run(&ws, &target, &cancel).unwrap();
+        assert!(out.diff.contains("diff omitted: the change spans 32768 old and 32768 new lines"), "{}", out.diff);
+        assert_eq!(fs::read_to_string(root.join("big.txt")).unwrap(), new);
+        no_temps(&root);
+    }
+
+    #[test]
+    fn abort_during_the_diff_leaves_the_file_unchanged() {
+        let (_t, root, ws) = setup();
+        let old: String = (0..3000).map(|i| format!("keep {i}\nold {i}\n")).collect();
+        let new: String = (0..3000).map(|i| format!("keep {i}\nnew {i}\n")).collect();
+        fs::write(root.join("f.txt"), &old).unwrap();
+        let rel = write::check_path("f.txt").unwrap();
+        let cancel = Cancel::new();
+        let target = write::resolve(&ws, &rel, &cancel).unwrap();
+        let c2 = cancel.clone();
+        let mut gaps = 0;
+        crate::diff::hooks::ON_GAP.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                gaps += 1;
+                if gaps == 100 {
+                    c2.cancel();
+                }
+            }))
+        });
+        let req = EditRequest::new("f.txt", vec![e(&old, &new)], write::MAX_WRITE_BYTES).unwrap();
+        let err = req.run(&ws, &target, &cancel).unwrap_err();
+        crate::diff::hooks::ON_GAP.with(|h| *h.borrow_mut() = None);
+        assert!(err.is_cancelled(), "{err:?}");
+        assert_eq!(fs::read_to_string(root.join("f.txt")).unwrap(), old, "the edit was applied after the abort");
+        no_temps(&root);
     }
 
     #[tokio::test]

@@ -30,6 +30,8 @@ pub enum Code {
     TestsTimedOut,
     /// run_tests: the runner could not start or run (not installed, broken configuration).
     TestRunnerFailed,
+    /// apply_patch's Add File, move_file without overwrite: something already has the name.
+    FileExists,
     IoError,
     /// Not a tool error: the call was cancelled. The JS layer turns it into an AbortError.
     Cancelled,
@@ -56,6 +58,7 @@ impl Code {
             Code::PathProtected => "PATH_PROTECTED",
             Code::TestsTimedOut => "TESTS_TIMED_OUT",
             Code::TestRunnerFailed => "TEST_RUNNER_FAILED",
+            Code::FileExists => "FILE_EXISTS",
             Code::IoError => "IO_ERROR",
             Code::Cancelled => "ABORTED",
         }
@@ -75,6 +78,8 @@ pub enum Reason {
     ArgumentsTooLarge,
     CommandLineTooLong,
     CommandRefused,
+    /// apply_patch: the patch text does not follow the format (the hint names the line).
+    PatchInvalid,
 }
 
 impl Reason {
@@ -90,6 +95,7 @@ impl Reason {
             Reason::ArgumentsTooLarge => "ARGUMENTS_TOO_LARGE",
             Reason::CommandLineTooLong => "COMMAND_LINE_TOO_LONG",
             Reason::CommandRefused => "COMMAND_REFUSED",
+            Reason::PatchInvalid => "PATCH_INVALID",
         }
     }
 }

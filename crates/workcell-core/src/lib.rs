@@ -9,6 +9,9 @@
 //! - [`walk`]: the confined directory walk; [`list`]: `list_files`; [`search`]: `search_files`;
 //! - [`hash`]: approval hashes (`hashFile`);
 //! - [`edit`]: `edit_file`; [`guard`]: the write guard (protected globs, links refused);
+//! - [`diff`]: the bounded unified diff `edit_file` and `apply_patch` return;
+//! - [`patch`]: `apply_patch` (parser, hunk location, the all-or-nothing plan);
+//! - [`fileops`]: `move_file`, `delete_file`, `make_directory`;
 //! - [`cancel`]: cancellation shared with the host;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
@@ -20,15 +23,18 @@
 //!   process a tool starts.
 
 pub mod cancel;
+pub mod diff;
 pub mod command;
 pub mod edit;
 pub mod error;
+pub mod fileops;
 pub mod guard;
 pub mod hash;
 pub mod host_config;
 pub mod list;
 pub mod node;
 pub mod page;
+pub mod patch;
 pub mod path;
 pub mod policy;
 pub mod process;

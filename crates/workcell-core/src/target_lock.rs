@@ -92,6 +92,22 @@ impl LockTable {
         Ticket { table: self.clone(), id, key: None }
     }
 
+    /// Takes `n` consecutive tickets at once (a call with several targets: `apply_patch`,
+    /// `move_file`). Because no other call's ticket falls between them, two such calls meet in
+    /// the same order on every key they share, so they can never wait for each other in a
+    /// cycle.
+    pub fn tickets(self: &Arc<Self>, n: usize) -> Vec<Ticket> {
+        let mut st = self.lock();
+        (0..n)
+            .map(|_| {
+                let id = st.next;
+                st.next += 1;
+                st.unresolved.insert(id);
+                Ticket { table: self.clone(), id, key: None }
+            })
+            .collect()
+    }
+
     /// Number of keys with registered tickets (for tests: an idle table is empty).
     pub fn queued_keys(&self) -> usize {
         self.lock().queues.len()
@@ -108,6 +124,30 @@ static TABLE: LazyLock<Arc<LockTable>> = LazyLock::new(LockTable::new);
 /// A ticket from the process-wide table shared by every workspace.
 pub fn ticket() -> Ticket {
     TABLE.ticket()
+}
+
+/// `n` consecutive tickets from the process-wide table (see [`LockTable::tickets`]).
+pub fn tickets(n: usize) -> Vec<Ticket> {
+    TABLE.tickets(n)
+}
+
+/// Locks every key of one call: `keys` (distinct) are sorted into one global order and given
+/// the call's tickets in that order; unused tickets are withdrawn. Waits asynchronously for all
+/// of them; cancellation gives every place up.
+pub async fn acquire_all(tickets: Vec<Ticket>, mut keys: Vec<TargetKey>, cancel: &Cancel) -> Result<Vec<TargetGuard>> {
+    keys.sort_by(|a, b| (a.dir.dev, a.dir.ino, &a.name).cmp(&(b.dir.dev, b.dir.ino, &b.name)));
+    keys.dedup();
+    if keys.len() > tickets.len() {
+        return Err(Error::new(Code::IoError, "more targets than tickets").with_hint("retry the call"));
+    }
+    let mut tickets = tickets;
+    tickets.sort_by_key(|t| t.id);
+    let registrations: Vec<Registration> = tickets.into_iter().zip(keys).map(|(t, k)| t.register(k)).collect();
+    let mut guards = Vec::with_capacity(registrations.len());
+    for r in registrations {
+        guards.push(r.wait(cancel).await?);
+    }
+    Ok(guards)
 }
 
 /// A place in call order. Turn it into a lock with [`Ticket::acquire`]; dropping it withdraws.

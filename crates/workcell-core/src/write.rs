@@ -398,7 +398,7 @@ pub(crate) fn hash_mismatch(shown: &str, expected: &str, now: &str) -> Error {
 }
 
 /// Runs `f` on tokio's blocking pool, at most [`BLOCKING_SLOTS`] at once.
-async fn blocking<T: Send + 'static>(cancel: &Cancel, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn blocking<T: Send + 'static>(cancel: &Cancel, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     let permit = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(Error::cancelled()),
@@ -425,14 +425,14 @@ fn internal(what: &str) -> Error {
 pub struct Resolved {
     /// The target's directory (an `O_PATH` handle is enough for the `*at` calls).
     pub(crate) dir: Dir,
-    dir_id: Identity,
+    pub(crate) dir_id: Identity,
     /// How to find `dir` again from the root (may contain `..` from a symlink's text).
-    dir_spelling: PathBuf,
+    pub(crate) dir_spelling: PathBuf,
     pub(crate) name: OsString,
 }
 
 impl Resolved {
-    fn key(&self) -> TargetKey {
+    pub(crate) fn key(&self) -> TargetKey {
         TargetKey { dir: self.dir_id, name: self.name.clone() }
     }
 }
@@ -447,7 +447,7 @@ pub(crate) fn io_err(e: rustix::io::Errno) -> std::io::Error {
     std::io::Error::from(e)
 }
 
-fn dir_identity(dir: &Dir, shown: &str) -> Result<Identity> {
+pub(crate) fn dir_identity(dir: &Dir, shown: &str) -> Result<Identity> {
     let st = rustix::fs::fstat(dir).map_err(|e| Error::from_io(&io_err(e), shown))?;
     Ok(id_of(&st))
 }
@@ -457,7 +457,7 @@ fn open_beneath(ws: &Workspace, spelling: &Path, shown: &str) -> Result<Dir> {
 }
 
 /// Opens `dir` itself for reading (an `O_PATH` handle cannot be fsynced) and fsyncs it.
-fn fsync_dir(dir: &impl AsFd) -> std::io::Result<()> {
+pub(crate) fn fsync_dir(dir: &impl AsFd) -> std::io::Result<()> {
     let fd = rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
         .map_err(io_err)?;
     rustix::fs::fsync(&fd).map_err(io_err)
@@ -466,7 +466,7 @@ fn fsync_dir(dir: &impl AsFd) -> std::io::Result<()> {
 /// Opens the parent directory of `path` beneath the root, creating missing directories one
 /// component at a time. Each step is looked up again from the root, so a directory swapped for
 /// a symlink mid-way can never lead outside.
-fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<(Dir, PathBuf)> {
+pub(crate) fn ensure_parent(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<(Dir, PathBuf)> {
     let shown = path.as_str();
     let Some(parent) = path.parent() else {
         return Ok((open_beneath(ws, Path::new("."), shown)?, PathBuf::from(".")));
@@ -587,7 +587,7 @@ pub(crate) fn open_at(dir: &impl AsFd, name: &OsStr, shown: &str) -> Result<AtTa
     Ok(AtTarget::File(File::from(fd)))
 }
 
-fn identity_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Option<Identity>> {
+pub(crate) fn identity_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Option<Identity>> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(id_of(&st))),
         Err(rustix::io::Errno::NOENT) => Ok(None),
@@ -710,7 +710,7 @@ fn step(step: Step, temp: &OsStr) {
 #[inline(always)]
 fn step(_step: Step, _temp: &OsStr) {}
 
-fn temp_name() -> String {
+pub(crate) fn temp_name() -> String {
     #[cfg(test)]
     if let Some(name) = hooks::NAMES.with(|n| n.borrow_mut().pop_front()) {
         return name;
@@ -736,16 +736,16 @@ fn temp_name() -> String {
 
 /// The temp file this call created; removed on drop unless installed. Removal only happens
 /// while the name still names the file we opened.
-struct Temp<'a> {
-    dir: &'a Dir,
-    name: OsString,
-    file: File,
-    id: Identity,
-    installed: bool,
+pub(crate) struct Temp<'a> {
+    pub(crate) dir: &'a Dir,
+    pub(crate) name: OsString,
+    pub(crate) file: File,
+    pub(crate) id: Identity,
+    pub(crate) installed: bool,
 }
 
 impl Temp<'_> {
-    fn create<'a>(dir: &'a Dir, shown: &str) -> Result<Temp<'a>> {
+    pub(crate) fn create<'a>(dir: &'a Dir, shown: &str) -> Result<Temp<'a>> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
         let mut last = None;
         for _ in 0..16 {
@@ -766,7 +766,7 @@ impl Temp<'_> {
         Err(Error::from_io(&io_err(last.unwrap_or(rustix::io::Errno::EXIST)), shown))
     }
 
-    fn still_named(&self) -> bool {
+    pub(crate) fn still_named(&self) -> bool {
         matches!(identity_at(self.dir, &self.name), Ok(Some(id)) if id == self.id)
     }
 }
@@ -779,7 +779,7 @@ impl Drop for Temp<'_> {
     }
 }
 
-fn changed(shown: &str, what: &str) -> Error {
+pub(crate) fn changed(shown: &str, what: &str) -> Error {
     Error::target_changed(shown).with_details(serde_json::json!({ "changed": what }))
 }
 

@@ -1,0 +1,248 @@
+//! apply_patch, move_file, delete_file, make_directory: argument conversion only.
+
+use napi::bindgen_prelude::{Object, Utf16String};
+use napi::Env;
+use napi_derive::napi;
+use workcell_core::fileops::{self, DeleteOutput, DeleteRequest, MkdirOutput, MkdirRequest, MoveOutput, MoveRequest};
+use workcell_core::patch::{self, PatchOutput, PatchRequest};
+use workcell_core::write::MAX_WRITE_BYTES;
+
+use crate::convert::{strict_string, throw, NativeError};
+use crate::guard::{guard_of, WriteGuard};
+use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
+
+/// One entry of `expectedHashes`.
+#[napi(object, object_to_js = false)]
+pub struct PathHash {
+    pub path: Utf16String,
+    pub hash: String,
+}
+
+#[napi(object)]
+pub struct PatchFileResult {
+    pub path: String,
+    pub action: String,
+    pub moved_to: Option<String>,
+    pub bytes: Option<u32>,
+}
+
+#[napi(object)]
+pub struct PatchResult {
+    pub files: Option<Vec<PatchFileResult>>,
+    pub diff: Option<String>,
+    pub note: Option<String>,
+    pub error: Option<NativeError>,
+}
+
+impl From<workcell_core::Result<PatchOutput>> for PatchResult {
+    fn from(r: workcell_core::Result<PatchOutput>) -> Self {
+        match r {
+            Ok(o) => PatchResult {
+                files: Some(
+                    o.files
+                        .into_iter()
+                        .map(|f| PatchFileResult {
+                            path: f.path,
+                            action: f.action.to_string(),
+                            moved_to: f.moved_to,
+                            bytes: f.bytes.map(|b| b as u32),
+                        })
+                        .collect(),
+                ),
+                diff: Some(o.diff),
+                note: o.note,
+                error: None,
+            },
+            Err(e) => PatchResult { files: None, diff: None, note: None, error: Some(e.into()) },
+        }
+    }
+}
+
+#[napi(object)]
+pub struct MoveResult {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub replaced: Option<bool>,
+    pub error: Option<NativeError>,
+}
+
+#[napi(object)]
+pub struct DeleteResult {
+    pub path: Option<String>,
+    pub kind: Option<String>,
+    pub error: Option<NativeError>,
+}
+
+#[napi(object)]
+pub struct MkdirResult {
+    pub path: Option<String>,
+    pub created: Option<bool>,
+    pub error: Option<NativeError>,
+}
+
+fn patch_request(patch: Utf16String, expected: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> workcell_core::Result<PatchRequest> {
+    let text = strict_string(patch)?;
+    let expected = expected
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| Ok((strict_string(e.path)?, e.hash)))
+        .collect::<workcell_core::Result<Vec<_>>>()?;
+    PatchRequest::new(&text, expected, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
+}
+
+/// Applies apply_patch's effect-free checks (the whole format, paths, limits) and returns the
+/// number of files the patch touches; throws (message: the tool error's JSON).
+#[napi]
+pub fn check_patch_arguments(patch: Utf16String, expected_hashes: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> napi::Result<u32> {
+    patch_request(patch, expected_hashes, max_bytes).map(|r| r.targets().len() as u32).map_err(throw)
+}
+
+/// move_file's effect-free checks; returns the normalized `[from, to]`.
+#[napi]
+pub fn check_move_arguments(from: Utf16String, to: Utf16String) -> napi::Result<Vec<String>> {
+    (|| MoveRequest::new(&strict_string(from)?, &strict_string(to)?, false))()
+        .map(|r| vec![r.from().as_str().to_string(), r.to().as_str().to_string()])
+        .map_err(throw)
+}
+
+/// delete_file's and make_directory's effect-free checks; returns the normalized path.
+#[napi]
+pub fn check_name_argument(path: Utf16String) -> napi::Result<String> {
+    (|| DeleteRequest::new(&strict_string(path)?))().map(|r| r.path().as_str().to_string()).map_err(throw)
+}
+
+type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
+
+#[napi]
+impl NativeWorkspace {
+    /// apply_patch: resolves to `{ files, diff, note }` or to `{ error }`; never rejects. Its
+    /// places in the targets' write queues are taken synchronously, here.
+    #[napi(ts_return_type = "Promise<PatchResult>")]
+    pub fn apply_patch<'env>(
+        &self,
+        env: &'env Env,
+        patch: Utf16String,
+        expected_hashes: Option<Vec<PathHash>>,
+        max_bytes: Option<u32>,
+        cancel: Option<&CancelHandle>,
+        guard: Option<&WriteGuard>,
+    ) -> napi::Result<Object<'env>> {
+        let cancel = cancel_of(cancel);
+        let checked = patch_request(patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
+        let (deferred, promise) = env.create_deferred::<PatchResult, Resolver<PatchResult>>()?;
+        let settle = move |out: workcell_core::Result<PatchOutput>| {
+            deferred.resolve(Box::new(move |_env| Ok(PatchResult::from(out))));
+        };
+        match checked {
+            Err(e) => settle(Err(e)),
+            Ok(req) => {
+                let tickets = patch::tickets_for(&req);
+                let ws = self.ws.clone();
+                napi::bindgen_prelude::within_runtime_if_available(move || patch::spawn_patch(ws, req, tickets, cancel, settle));
+            }
+        }
+        Ok(promise)
+    }
+
+    /// move_file: resolves to `{ from, to, replaced }` or to `{ error }`.
+    #[napi(ts_return_type = "Promise<MoveResult>")]
+    pub fn move_file<'env>(
+        &self,
+        env: &'env Env,
+        from: Utf16String,
+        to: Utf16String,
+        overwrite: Option<bool>,
+        cancel: Option<&CancelHandle>,
+        guard: Option<&WriteGuard>,
+    ) -> napi::Result<Object<'env>> {
+        let cancel = cancel_of(cancel);
+        let checked = (|| MoveRequest::new(&strict_string(from)?, &strict_string(to)?, overwrite.unwrap_or(false)))()
+            .map(|r| r.with_guard(guard_of(guard)));
+        let (deferred, promise) = env.create_deferred::<MoveResult, Resolver<MoveResult>>()?;
+        let settle = move |out: workcell_core::Result<MoveOutput>| {
+            deferred.resolve(Box::new(move |_env| {
+                Ok(match out {
+                    Ok(o) => MoveResult { from: Some(o.from), to: Some(o.to), replaced: Some(o.replaced), error: None },
+                    Err(e) => MoveResult { from: None, to: None, replaced: None, error: Some(e.into()) },
+                })
+            }));
+        };
+        match checked {
+            Err(e) => settle(Err(e)),
+            Ok(req) => {
+                let tickets = fileops::move_tickets();
+                let ws = self.ws.clone();
+                napi::bindgen_prelude::within_runtime_if_available(move || {
+                    fileops::spawn(fileops::move_file(ws, req, tickets, cancel), settle)
+                });
+            }
+        }
+        Ok(promise)
+    }
+
+    /// delete_file: resolves to `{ path, kind }` or to `{ error }`.
+    #[napi(ts_return_type = "Promise<DeleteResult>")]
+    pub fn delete_file<'env>(
+        &self,
+        env: &'env Env,
+        path: Utf16String,
+        cancel: Option<&CancelHandle>,
+        guard: Option<&WriteGuard>,
+    ) -> napi::Result<Object<'env>> {
+        let cancel = cancel_of(cancel);
+        let checked = (|| DeleteRequest::new(&strict_string(path)?))().map(|r| r.with_guard(guard_of(guard)));
+        let (deferred, promise) = env.create_deferred::<DeleteResult, Resolver<DeleteResult>>()?;
+        let settle = move |out: workcell_core::Result<DeleteOutput>| {
+            deferred.resolve(Box::new(move |_env| {
+                Ok(match out {
+                    Ok(o) => DeleteResult { path: Some(o.path), kind: Some(o.kind.to_string()), error: None },
+                    Err(e) => DeleteResult { path: None, kind: None, error: Some(e.into()) },
+                })
+            }));
+        };
+        match checked {
+            Err(e) => settle(Err(e)),
+            Ok(req) => {
+                let tickets = fileops::one_ticket();
+                let ws = self.ws.clone();
+                napi::bindgen_prelude::within_runtime_if_available(move || {
+                    fileops::spawn(fileops::delete_file(ws, req, tickets, cancel), settle)
+                });
+            }
+        }
+        Ok(promise)
+    }
+
+    /// make_directory: resolves to `{ path, created }` or to `{ error }`.
+    #[napi(ts_return_type = "Promise<MkdirResult>")]
+    pub fn make_directory<'env>(
+        &self,
+        env: &'env Env,
+        path: Utf16String,
+        cancel: Option<&CancelHandle>,
+        guard: Option<&WriteGuard>,
+    ) -> napi::Result<Object<'env>> {
+        let cancel = cancel_of(cancel);
+        let checked = (|| MkdirRequest::new(&strict_string(path)?))().map(|r| r.with_guard(guard_of(guard)));
+        let (deferred, promise) = env.create_deferred::<MkdirResult, Resolver<MkdirResult>>()?;
+        let settle = move |out: workcell_core::Result<MkdirOutput>| {
+            deferred.resolve(Box::new(move |_env| {
+                Ok(match out {
+                    Ok(o) => MkdirResult { path: Some(o.path), created: Some(o.created), error: None },
+                    Err(e) => MkdirResult { path: None, created: None, error: Some(e.into()) },
+                })
+            }));
+        };
+        match checked {
+            Err(e) => settle(Err(e)),
+            Ok(req) => {
+                let tickets = fileops::one_ticket();
+                let ws = self.ws.clone();
+                napi::bindgen_prelude::within_runtime_if_available(move || {
+                    fileops::spawn(fileops::make_directory(ws, req, tickets, cancel), settle)
+                });
+            }
+        }
+        Ok(promise)
+    }
+}
