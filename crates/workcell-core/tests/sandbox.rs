@@ -349,3 +349,65 @@ async fn many_confined_runs_at_once_all_settle() {
         assert_eq!((code, stdout), (Some(3), format!("{i}\n")));
     }
 }
+
+/// A descriptor the host left inheritable (not close-on-exec), open on a file outside the
+/// workspace, above stdio, with its number; closed on drop.
+struct LeakedFd(i32);
+
+impl LeakedFd {
+    fn open(path: &std::path::Path) -> LeakedFd {
+        use std::os::fd::IntoRawFd as _;
+        let file = std::fs::OpenOptions::new().read(true).append(true).open(path).unwrap();
+        let fd = file.into_raw_fd();
+        // SAFETY: fcntl on a descriptor this test owns: a copy at 200 or above without the
+        // close-on-exec flag (F_DUPFD never sets it), as a careless host would hold.
+        let high = unsafe { libc::fcntl(fd, libc::F_DUPFD, 200) };
+        unsafe { libc::close(fd) };
+        assert!(high >= 200);
+        LeakedFd(high)
+    }
+}
+
+impl Drop for LeakedFd {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor this value owns.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Through the descriptor itself and through its `/proc/self/fd` entry: read it, append to it.
+const FD_ATTACK: &str = r#"n="$1"; bash -c 'head -c 64 <&"$1" 2>/dev/null && echo FD_READ; echo appended >&"$1" 2>/dev/null && echo FD_WROTE; head -c 64 "/proc/self/fd/$1" 2>/dev/null && echo PROC_READ; echo appended >> "/proc/self/fd/$1" 2>/dev/null && echo PROC_WROTE; true' bash "$n""#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descriptors_the_host_left_open_do_not_reach_the_child() {
+    if !std::path::Path::new("/bin/bash").exists() {
+        eprintln!("skipped: no bash for multi-digit descriptor redirections");
+        return;
+    }
+    let e = env();
+    let target = e.outside.join("id_rsa");
+    let leaked = LeakedFd::open(&target);
+    let n = leaked.0.to_string();
+    // Every launch path: the full sandbox, Landlock without a namespace, nothing left to apply
+    // (the clone spawn), "off", and the process machinery's own spawn (a spec with a pre-exec
+    // step and nothing to confine).
+    let f = features();
+    let no_ns = SandboxOptions { limit: Some(Features { pid_namespace: false, ..f }), ..auto() };
+    let nothing = SandboxOptions { limit: Some(Features::NONE), ..auto() };
+    for opts in [auto(), no_ns, nothing, off()] {
+        let r = run(&e, &opts, FD_ATTACK, &[&n]).await;
+        assert_eq!(r.stdout, "", "{:?} {:?}: {}", opts.mode, opts.limit, r.stderr);
+    }
+    let confinement = sandbox::prepare(&off(), &e.ws, &[]).unwrap();
+    let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg(FD_ATTACK).arg("sh").arg(&n).env("PATH", "/usr/bin:/bin");
+    // SAFETY: a step that does nothing.
+    unsafe { spec.add_pre_exec(Box::new(|| Ok(()))) };
+    confinement.apply(&mut spec);
+    let fin = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(20)), &Cancel::new(), Head::new(1 << 16), Some(Head::new(1 << 16))).await.unwrap();
+    assert_eq!(fin.stdout.finish().text, "", "the fork-based spawn");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "canary-secret\n");
+    // The attack itself works where a descriptor is inherited: a plain spawn passes it on.
+    let plain = std::process::Command::new("/bin/sh").arg("-c").arg(FD_ATTACK).arg("sh").arg(&n).output().unwrap();
+    let out = String::from_utf8_lossy(&plain.stdout);
+    assert!(out.contains("canary-secret") && out.contains("FD_WROTE"), "{out}");
+}

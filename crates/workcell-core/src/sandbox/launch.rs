@@ -228,6 +228,9 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             }
             let Some(exec) = a.exec else { fail(libc::EINVAL) };
             sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, core);
+            // Nothing but stdio reaches the program: the host's other descriptors (whatever
+            // it left inheritable) close at exec; the status pipe still reports until then.
+            sys::cloexec_from(3);
             fail(exec.exec());
         };
         // Dies with the host (its parent thread is one of the host's runtime threads).

@@ -258,14 +258,17 @@ impl Confinement {
         self.report
     }
 
-    /// Sets the spec's launcher (nothing when there is nothing to apply) and returns the
-    /// report. The child is then started by the sandbox's clone-based spawn
+    /// Sets the spec's launcher and returns the report. The child is then started by the sandbox's clone-based spawn
     /// ([`launch`]): the spec must have no pre-exec steps (the spawn refuses them).
     pub fn apply(self, spec: &mut SpawnSpec) -> Report {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             let Confinement { report, ruleset, namespaces } = self;
-            if ruleset.is_some() || namespaces.is_some() {
+            // The sandbox's spawn, `off` included: it is as cheap as `posix_spawn` and gives the
+            // program only its stdio, never another descriptor of the host. A spec with
+            // pre-exec steps and nothing to confine keeps the process machinery's own spawn
+            // (which closes the host's descriptors too).
+            if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
                 unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces))) };
             }

@@ -171,6 +171,9 @@ pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, args.core_limit);
+        // Only stdio reaches the program: every other descriptor this process got from the
+        // host (whatever the host left inheritable) closes at exec.
+        sys::cloexec_from(3);
         args.errno = exec.exec();
         sys::exit(127)
     }
