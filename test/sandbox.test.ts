@@ -89,7 +89,8 @@ describe("this machine", () => {
 describe("an unprivileged host", () => {
   test("the same attacks are stopped and the same work runs when the host runs as nobody", () => {
     const runner = fileURLToPath(new URL("./sandbox-runner.mjs", import.meta.url));
-    const r = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, runner], {
+    const secret = `canary-${process.pid}-${Date.now()}`;
+    const r = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, runner, `--api-key=${secret}`], {
       encoding: "utf8",
       env: { PATH: process.env.PATH },
       cwd: "/",
@@ -107,7 +108,31 @@ describe("an unprivileged host", () => {
     }
     expect(results.attacks.length).toBe(Object.keys(TOOLS).reduce((n, t) => n + ATTACKS.filter((a) => a[t]).length, 0));
     for (const t of results.legit) expect([t.name, t.ok, t.stderr]).toEqual([t.name, true, ""]);
+    expect(r.stdout.split("\n").pop()).not.toContain(secret);
   }, 180_000);
+});
+
+describe("a root host with a secret in its command line", () => {
+  test("no child reads it: /proc/1 (the init, a copy of the host) is hidden from a root child too", () => {
+    expect(process.getuid?.()).toBe(0);
+    const runner = fileURLToPath(new URL("./sandbox-runner.mjs", import.meta.url));
+    const secret = `canary-${process.pid}-${Date.now()}`;
+    const r = spawnSync(process.execPath, [runner, `--api-key=${secret}`], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, WC_ONLY: "through /proc/1" },
+      cwd: "/",
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const results = JSON.parse(r.stdout.trim().split("\n").pop()!);
+    expect(results.uid).toBe(0);
+    expect(results.attacks.map((a: { tool: string }) => a.tool).sort()).toEqual(Object.keys(TOOLS).sort());
+    for (const a of results.attacks) {
+      // Off: the host's own /proc entry gives the secret away; confined: nothing does.
+      expect([a.tool, a.off, a.auto]).toEqual([a.tool, true, false]);
+      expect(a.output).not.toContain(secret);
+    }
+  }, 90_000);
 });
 
 describe("sandbox modes and options", () => {

@@ -191,7 +191,7 @@ async fn inside_the_namespace_only_the_call_is_visible() {
     }
     let e = env();
     let host = std::process::id().to_string();
-    let script = r#"echo "$$"; ls /proc | grep -c '^[0-9]'; test -e "/proc/$1" && echo HOST_VISIBLE; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; test -s /proc/1/cmdline && echo INIT_CMDLINE; kill -0 "$1" 2>/dev/null && echo HOST_SIGNALLED; true"#;
+    let script = r#"echo "$$"; ls /proc | grep -c '^[0-9]'; test -e "/proc/$1" && echo HOST_VISIBLE; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; cat /proc/1/cmdline 2>/dev/null | grep -q . && echo INIT_CMDLINE; kill -0 "$1" 2>/dev/null && echo HOST_SIGNALLED; true"#;
     let r = run(&e, &auto(), script, &[&host]).await;
     let lines: Vec<&str> = r.stdout.lines().collect();
     // sh is PID 2 (the init is 1); /proc lists the init, sh, and ls / grep.
@@ -410,4 +410,58 @@ async fn descriptors_the_host_left_open_do_not_reach_the_child() {
     let plain = std::process::Command::new("/bin/sh").arg("-c").arg(FD_ATTACK).arg("sh").arg(&n).output().unwrap();
     let out = String::from_utf8_lossy(&plain.stdout);
     assert!(out.contains("canary-secret") && out.contains("FD_WROTE"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_init_shows_nothing_of_the_host_whatever_the_childs_groups() {
+    // The init (PID 1 inside) shares the host's memory: its command line is the host's. Under
+    // `hidepid=invisible` group 0 is exempt, so a root child (this test runs as root) read it.
+    let f = features();
+    if !f.pid_namespace || !f.proc_mount {
+        eprintln!("skipped: no PID namespace with a private /proc here");
+        return;
+    }
+    let e = env();
+    let host_argv0 = std::env::args().next().unwrap();
+    let script = r#"id -u; cat /proc/1/cmdline 2>/dev/null | tr '\0' ' '; cat /proc/1/status 2>/dev/null | grep -q . && echo INIT_STATUS; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; ls /proc | grep -qx 1 && echo INIT_LISTED; grep ' /proc ' /proc/self/mountinfo | grep -o 'hidepid=[a-z0-9]*'"#;
+    // With Landlock and without (then only the nested user namespace keeps ptrace from I).
+    for opts in [auto(), SandboxOptions { limit: Some(Features { landlock_abi: None, ..f }), ..auto() }] {
+        let r = run(&e, &opts, script, &[]).await;
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        // SAFETY: a plain getter.
+        assert_eq!(lines[0], unsafe { libc::geteuid() }.to_string());
+        assert_eq!(&lines[1..], ["hidepid=ptraceable"], "{:?}: {}", opts.limit, r.stdout);
+        assert!(!r.stdout.contains(&host_argv0));
+    }
+    // The attack: where the host's /proc entry is visible, its command line is read.
+    let host = std::process::id().to_string();
+    let open = run(&e, &off(), r#"cat "/proc/$1/cmdline" | tr '\0' ' '"#, &[&host]).await;
+    assert!(open.stdout.contains(&host_argv0), "{}", open.stdout);
+}
+
+fn own_oom_score_adj() -> String {
+    std::fs::read_to_string("/proc/self/oom_score_adj").unwrap().trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confined_processes_are_the_oom_killers_first_choice_and_the_host_is_not() {
+    let e = env();
+    let host_before = own_oom_score_adj();
+    assert_ne!(host_before, "1000");
+    let f = features();
+    // The program, a child it forks at once, and a grandchild: 1000 each; with a namespace,
+    // without one, and with nothing to apply. Off leaves the host's score.
+    // (Each reads its own entry with the shell's `read`: with Landlock and no private /proc,
+    // a process may only read the /proc entry of the program itself.)
+    let script = r#"read -r s </proc/self/oom_score_adj; echo "$s"; sh -c 'read -r s </proc/self/oom_score_adj && echo "$s"' & wait; (sleep 0.05; read -r s </proc/self/oom_score_adj && echo "$s")"#;
+    let no_ns = SandboxOptions { limit: Some(Features { pid_namespace: false, ..f }), ..auto() };
+    let nothing = SandboxOptions { limit: Some(Features::NONE), ..auto() };
+    for (opts, expect) in [(auto(), "1000\n1000\n1000\n"), (no_ns, "1000\n"), (nothing, "1000\n1000\n1000\n")] {
+        let r = run(&e, &opts, script, &[]).await;
+        assert_eq!(r.stdout, expect, "{:?}: {}", opts.limit, r.stderr);
+        assert_eq!(own_oom_score_adj(), host_before);
+    }
+    let r = run(&e, &off(), "cat /proc/self/oom_score_adj", &[]).await;
+    assert_eq!(r.stdout.trim(), host_before);
+    assert_eq!(own_oom_score_adj(), host_before);
 }

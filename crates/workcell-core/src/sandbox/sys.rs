@@ -202,7 +202,17 @@ unsafe fn every_possible_fd(first: libc::c_int, mut f: impl FnMut(libc::c_int)) 
 /// Calls `f` on every open descriptor from `first` on, as listed by `/proc/self/fd` (without
 /// the one used to list them); false when it cannot be listed.
 unsafe fn each_open_fd(first: libc::c_int, mut f: impl FnMut(libc::c_int)) -> bool {
-    let Ok(dir) = open(c"/proc/self/fd", libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) else { return false };
+    each_number_in(c"/proc/self/fd", |n, dir| {
+        if n >= first && n != dir {
+            f(n)
+        }
+    })
+}
+
+/// Calls `f(n, dir)` for every entry of directory `path` whose name is a decimal number `n`
+/// (`dir`: the descriptor used to list it); false when it cannot be listed.
+pub unsafe fn each_number_in(path: &CStr, mut f: impl FnMut(libc::c_int, libc::c_int)) -> bool {
+    let Ok(dir) = open(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) else { return false };
     // `struct linux_dirent64` records: u64 inode, i64 offset, u16 length, u8 type, name.
     let mut buf = [0u64; 256];
     loop {
@@ -231,8 +241,8 @@ unsafe fn each_open_fd(first: libc::c_int, mut f: impl FnMut(libc::c_int)) -> bo
                 digits += 1;
                 p += 1;
             }
-            if digits > 0 && fd >= first as i64 && fd != dir as i64 {
-                f(fd as libc::c_int);
+            if digits > 0 {
+                f(fd as libc::c_int, dir);
             }
             if reclen == 0 {
                 break;
@@ -242,6 +252,52 @@ unsafe fn each_open_fd(first: libc::c_int, mut f: impl FnMut(libc::c_int)) -> bo
     }
     close(dir);
     true
+}
+
+/// The pid of this process as the mounted `/proc` names it (`/proc/self`).
+pub unsafe fn proc_self_pid() -> Option<libc::pid_t> {
+    let mut buf = [0u8; 16];
+    let n = check(syscall6(libc::SYS_readlinkat, libc::AT_FDCWD as isize as usize, c"/proc/self".as_ptr() as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0)).ok()?;
+    let mut pid: libc::pid_t = 0;
+    for &c in buf.get(..n)? {
+        if !c.is_ascii_digit() || pid > 100_000_000 {
+            return None;
+        }
+        pid = pid * 10 + (c - b'0') as libc::pid_t;
+    }
+    (n > 0).then_some(pid)
+}
+
+/// Writes `value` to `/proc/<pid>/<name>` (one write); no allocation.
+pub unsafe fn write_proc_pid_file(pid: libc::pid_t, name: &[u8], value: &[u8]) -> Result<(), i32> {
+    let mut path = [0u8; 64];
+    let mut len = 0;
+    let mut push = |b: &[u8]| -> Result<(), i32> {
+        if len + b.len() >= path.len() {
+            return Err(libc::ENAMETOOLONG);
+        }
+        path[len..len + b.len()].copy_from_slice(b);
+        len += b.len();
+        Ok(())
+    };
+    push(b"/proc/")?;
+    let mut digits = [0u8; 12];
+    let mut i = digits.len();
+    let mut v = pid.max(0) as u32;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    push(&digits[i..])?;
+    push(b"/")?;
+    push(name)?;
+    // The NUL is already there (the buffer is zeroed and `push` keeps one byte free).
+    let path = CStr::from_bytes_until_nul(&path).map_err(|_| libc::EINVAL)?;
+    write_file(path, value)
 }
 
 pub unsafe fn prctl(option: libc::c_int, arg: usize) -> Result<(), i32> {
