@@ -215,7 +215,7 @@ export const ATTACKS = [
     // `hidepid=invisible` exempts: the private /proc hides what the child cannot ptrace.
     name: "read the host's command line, status and environment through /proc/1 (the init) or /proc/<host>",
     needs: (f) => f.landlockAbi !== null || (f.pidNamespace && f.procMount),
-    run_command: (c) => ({ argv: ["sh", "-c", 'for p in 1 "$1"; do sha256sum "/proc/$p/cmdline"; tr "\\0" " " < "/proc/$p/cmdline"; echo; grep -s "^Name" "/proc/$p/status"; sha256sum "/proc/$p/environ"; done; true', "sh", String(c.hostPid)] }),
+    run_command: (c) => ({ argv: ["sh", "-c", 'for p in 1 "$1"; do sha256sum "/proc/$p/cmdline"; cat "/proc/$p/cmdline" | tr "\\0" " "; echo; grep -s "^Name" "/proc/$p/status"; sha256sum "/proc/$p/environ"; done; true', "sh", String(c.hostPid)] }),
     node_process: () => ({
       source: `${PRE}
         const hash = (s) => require("crypto").createHash("sha256").update(s, "latin1").digest("hex");
