@@ -4,7 +4,7 @@
 // same table runs again in a host process started as `nobody`. Attacks on a layer this kernel
 // lacks are skipped, by name, from what the probe reports.
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -157,6 +157,22 @@ describe("sandbox modes and options", () => {
     expect(out.stdout).toBe("ran\n");
     expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "namespace", nodePermission: true });
   });
+
+  test("without Landlock a native addon is refused: the permission model is then the only layer and an addon runs outside it", async () => {
+    const { root } = await tempWorkspace();
+    const addon = readdirSync(join(fileURLToPath(new URL("..", import.meta.url)), "native")).find((n) => n.endsWith(".node"));
+    expect(addon).toBeDefined();
+    await writeFile(join(root, "addon.node"), readFileSync(join(fileURLToPath(new URL("../native", import.meta.url)), addon!)));
+    const source = `let r; try { require("./addon.node"); r = "LOADED"; } catch (e) { r = e.code; } console.log(r, process.execArgv.includes("--allow-addons"));`;
+    const noLandlock = await createNodeProcessTool(root, { timeoutMs: 20_000, sandboxFeatures: { landlockAbi: null } }).execute({ source }, ctx());
+    expect(noLandlock.sandbox).toMatchObject({ filesystem: "open", nodePermission: true });
+    expect(noLandlock.stdout).toBe("ERR_DLOPEN_DISABLED false\n");
+    // Where Landlock confines the child as well, addons stay allowed (and do load).
+    if (features.landlockAbi !== null) {
+      const confined = await createNodeProcessTool(root, { timeoutMs: 20_000 }).execute({ source }, ctx());
+      expect(confined.stdout).toBe("LOADED true\n");
+    }
+  }, 60_000);
 
   test('"required" names each missing layer, and runs where all are there', async () => {
     const { root } = await tempWorkspace();
