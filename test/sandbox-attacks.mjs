@@ -210,6 +210,28 @@ export const ATTACKS = [
     escaped: (ctx, out) => out.stdout.includes(ctx.environHash),
   },
   {
+    // The namespace's init (PID 1 inside) shares the host's memory: its command line is the
+    // host's (an `--api-key=...` there would leak). A root child is in group 0, which
+    // `hidepid=invisible` exempts: the private /proc hides what the child cannot ptrace.
+    name: "read the host's command line, status and environment through /proc/1 (the init) or /proc/<host>",
+    needs: (f) => f.landlockAbi !== null || (f.pidNamespace && f.procMount),
+    run_command: (c) => ({ argv: ["sh", "-c", 'for p in 1 "$1"; do sha256sum "/proc/$p/cmdline"; cat "/proc/$p/cmdline" | tr "\\0" " "; echo; grep -s "^Name" "/proc/$p/status"; sha256sum "/proc/$p/environ"; done; true', "sh", String(c.hostPid)] }),
+    node_process: () => ({
+      source: `${PRE}
+        const hash = (s) => require("crypto").createHash("sha256").update(s, "latin1").digest("hex");
+        (async () => {
+          for (const p of [1, c.hostPid]) {
+            for (const f of ["cmdline", "status", "environ"]) {
+              await tryit(f + p, () => hash(fs.readFileSync("/proc/" + p + "/" + f, "latin1")));
+              await tryit("cat-" + f + p, () => { const b = cp.execFileSync("cat", ["/proc/" + p + "/" + f], { ...quiet, encoding: "latin1" }); return hash(b) + " " + b.replace(/\0/g, " "); });
+            }
+          }
+          done();
+        })();`,
+    }),
+    escaped: (ctx, out) => out.stdout.includes(ctx.cmdlineHash) || out.stdout.includes(ctx.environHash) || (ctx.argvSecret !== null && out.stdout.includes(ctx.argvSecret)),
+  },
+  {
     name: "start a setsid grandchild (and a double fork) that tries to outlive the call",
     needs: (f) => f.pidNamespace,
     run_command: (c) => ({ argv: ["sh", "-c", 'export WC_MARK="$1"; (setsid sh -c "touch ready; exec sleep 30" </dev/null >/dev/null 2>&1 &); while [ ! -e ready ]; do sleep 0.01; done; echo forked', "sh", c.mark] }),
@@ -367,6 +389,9 @@ export async function setting() {
     hostPid: process.pid,
     mark: `wc-mark-${randomBytes(8).toString("hex")}`,
     environHash: createHash("sha256").update(readFileSync("/proc/self/environ", "latin1"), "latin1").digest("hex"),
+    cmdlineHash: createHash("sha256").update(readFileSync("/proc/self/cmdline", "latin1"), "latin1").digest("hex"),
+    // A secret in the host's own argv (test/sandbox-runner.mjs is started with one).
+    argvSecret: process.argv.find((a) => a.startsWith("--api-key="))?.slice("--api-key=".length) ?? null,
     close: async () => {
       process.off("SIGWINCH", onSignal);
       await new Promise((r) => tcp.close(r));

@@ -4,7 +4,7 @@
 // same table runs again in a host process started as `nobody`. Attacks on a layer this kernel
 // lacks are skipped, by name, from what the probe reports.
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -124,9 +124,10 @@ describe("an unprivileged host", () => {
       return;
     }
     const { runner, dir } = copy;
+    const secret = `canary-${process.pid}-${Date.now()}`;
     let r: SpawnSyncReturns<string>;
     try {
-      r = spawnSync("setpriv", [...AS_NOBODY, process.execPath, runner], {
+      r = spawnSync("setpriv", [...AS_NOBODY, process.execPath, runner, `--api-key=${secret}`], {
         encoding: "utf8",
         env: { PATH: process.env.PATH },
         cwd: "/",
@@ -147,7 +148,31 @@ describe("an unprivileged host", () => {
     }
     expect(results.attacks.length).toBe(Object.keys(TOOLS).reduce((n, t) => n + ATTACKS.filter((a) => a[t]).length, 0));
     for (const t of results.legit) expect([t.name, t.ok, t.stderr]).toEqual([t.name, true, ""]);
+    expect(r.stdout.split("\n").pop()).not.toContain(secret);
   }, 180_000);
+});
+
+describe("a root host with a secret in its command line", () => {
+  test("no child reads it: /proc/1 (the init, a copy of the host) is hidden from a root child too", () => {
+    expect(process.getuid?.()).toBe(0);
+    const runner = fileURLToPath(new URL("./sandbox-runner.mjs", import.meta.url));
+    const secret = `canary-${process.pid}-${Date.now()}`;
+    const r = spawnSync(process.execPath, [runner, `--api-key=${secret}`], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, WC_ONLY: "through /proc/1" },
+      cwd: "/",
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const results = JSON.parse(r.stdout.trim().split("\n").pop()!);
+    expect(results.uid).toBe(0);
+    expect(results.attacks.map((a: { tool: string }) => a.tool).sort()).toEqual(Object.keys(TOOLS).sort());
+    for (const a of results.attacks) {
+      // Off: the host's own /proc entry gives the secret away; confined: nothing does.
+      expect([a.tool, a.off, a.auto]).toEqual([a.tool, true, false]);
+      expect(a.output).not.toContain(secret);
+    }
+  }, 90_000);
 });
 
 describe("sandbox modes and options", () => {
@@ -172,6 +197,22 @@ describe("sandbox modes and options", () => {
     expect(out.stdout).toBe("ran\n");
     expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "namespace", nodePermission: true });
   });
+
+  test("without Landlock a native addon is refused: the permission model is then the only layer and an addon runs outside it", async () => {
+    const { root } = await tempWorkspace();
+    const addon = readdirSync(join(fileURLToPath(new URL("..", import.meta.url)), "native")).find((n) => n.endsWith(".node"));
+    expect(addon).toBeDefined();
+    await writeFile(join(root, "addon.node"), readFileSync(join(fileURLToPath(new URL("../native", import.meta.url)), addon!)));
+    const source = `let r; try { require("./addon.node"); r = "LOADED"; } catch (e) { r = e.code; } console.log(r, process.execArgv.includes("--allow-addons"));`;
+    const noLandlock = await createNodeProcessTool(root, { timeoutMs: 20_000, sandboxFeatures: { landlockAbi: null } }).execute({ source }, ctx());
+    expect(noLandlock.sandbox).toMatchObject({ filesystem: "open", nodePermission: true });
+    expect(noLandlock.stdout).toBe("ERR_DLOPEN_DISABLED false\n");
+    // Where Landlock confines the child as well, addons stay allowed (and do load).
+    if (features.landlockAbi !== null) {
+      const confined = await createNodeProcessTool(root, { timeoutMs: 20_000 }).execute({ source }, ctx());
+      expect(confined.stdout).toBe("LOADED true\n");
+    }
+  }, 60_000);
 
   test('"required" names each missing layer, and runs where all are there', async () => {
     const { root } = await tempWorkspace();

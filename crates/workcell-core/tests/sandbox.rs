@@ -191,7 +191,7 @@ async fn inside_the_namespace_only_the_call_is_visible() {
     }
     let e = env();
     let host = std::process::id().to_string();
-    let script = r#"echo "$$"; ls /proc | grep -c '^[0-9]'; test -e "/proc/$1" && echo HOST_VISIBLE; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; test -s /proc/1/cmdline && echo INIT_CMDLINE; kill -0 "$1" 2>/dev/null && echo HOST_SIGNALLED; true"#;
+    let script = r#"echo "$$"; ls /proc | grep -c '^[0-9]'; test -e "/proc/$1" && echo HOST_VISIBLE; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; cat /proc/1/cmdline 2>/dev/null | grep -q . && echo INIT_CMDLINE; kill -0 "$1" 2>/dev/null && echo HOST_SIGNALLED; true"#;
     let r = run(&e, &auto(), script, &[&host]).await;
     let lines: Vec<&str> = r.stdout.lines().collect();
     // sh is PID 2 (the init is 1); /proc lists the init, sh, and ls / grep.
@@ -348,4 +348,120 @@ async fn many_confined_runs_at_once_all_settle() {
         let (i, code, stdout) = t.await.unwrap();
         assert_eq!((code, stdout), (Some(3), format!("{i}\n")));
     }
+}
+
+/// A descriptor the host left inheritable (not close-on-exec), open on a file outside the
+/// workspace, above stdio, with its number; closed on drop.
+struct LeakedFd(i32);
+
+impl LeakedFd {
+    fn open(path: &std::path::Path) -> LeakedFd {
+        use std::os::fd::IntoRawFd as _;
+        let file = std::fs::OpenOptions::new().read(true).append(true).open(path).unwrap();
+        let fd = file.into_raw_fd();
+        // SAFETY: fcntl on a descriptor this test owns: a copy at 200 or above without the
+        // close-on-exec flag (F_DUPFD never sets it), as a careless host would hold.
+        let high = unsafe { libc::fcntl(fd, libc::F_DUPFD, 200) };
+        unsafe { libc::close(fd) };
+        assert!(high >= 200);
+        LeakedFd(high)
+    }
+}
+
+impl Drop for LeakedFd {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor this value owns.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Through the descriptor itself and through its `/proc/self/fd` entry: read it, append to it.
+const FD_ATTACK: &str = r#"n="$1"; bash -c 'head -c 64 <&"$1" 2>/dev/null && echo FD_READ; echo appended >&"$1" 2>/dev/null && echo FD_WROTE; head -c 64 "/proc/self/fd/$1" 2>/dev/null && echo PROC_READ; echo appended >> "/proc/self/fd/$1" 2>/dev/null && echo PROC_WROTE; true' bash "$n""#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descriptors_the_host_left_open_do_not_reach_the_child() {
+    if !std::path::Path::new("/bin/bash").exists() {
+        eprintln!("skipped: no bash for multi-digit descriptor redirections");
+        return;
+    }
+    let e = env();
+    let target = e.outside.join("id_rsa");
+    let leaked = LeakedFd::open(&target);
+    let n = leaked.0.to_string();
+    // Every launch path: the full sandbox, Landlock without a namespace, nothing left to apply
+    // (the clone spawn), "off", and the process machinery's own spawn (a spec with a pre-exec
+    // step and nothing to confine).
+    let f = features();
+    let no_ns = SandboxOptions { limit: Some(Features { pid_namespace: false, ..f }), ..auto() };
+    let nothing = SandboxOptions { limit: Some(Features::NONE), ..auto() };
+    for opts in [auto(), no_ns, nothing, off()] {
+        let r = run(&e, &opts, FD_ATTACK, &[&n]).await;
+        assert_eq!(r.stdout, "", "{:?} {:?}: {}", opts.mode, opts.limit, r.stderr);
+    }
+    let confinement = sandbox::prepare(&off(), &e.ws, &[]).unwrap();
+    let mut spec = SpawnSpec::new("/bin/sh", e.ws.canonical()).arg("-c").arg(FD_ATTACK).arg("sh").arg(&n).env("PATH", "/usr/bin:/bin");
+    // SAFETY: a step that does nothing.
+    unsafe { spec.add_pre_exec(Box::new(|| Ok(()))) };
+    confinement.apply(&mut spec);
+    let fin = process::run(spec, &RunOptions::with_timeout(Duration::from_secs(20)), &Cancel::new(), Head::new(1 << 16), Some(Head::new(1 << 16))).await.unwrap();
+    assert_eq!(fin.stdout.finish().text, "", "the fork-based spawn");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "canary-secret\n");
+    // The attack itself works where a descriptor is inherited: a plain spawn passes it on.
+    let plain = std::process::Command::new("/bin/sh").arg("-c").arg(FD_ATTACK).arg("sh").arg(&n).output().unwrap();
+    let out = String::from_utf8_lossy(&plain.stdout);
+    assert!(out.contains("canary-secret") && out.contains("FD_WROTE"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_init_shows_nothing_of_the_host_whatever_the_childs_groups() {
+    // The init (PID 1 inside) shares the host's memory: its command line is the host's. Under
+    // `hidepid=invisible` group 0 is exempt, so a root child (this test runs as root) read it.
+    let f = features();
+    if !f.pid_namespace || !f.proc_mount {
+        eprintln!("skipped: no PID namespace with a private /proc here");
+        return;
+    }
+    let e = env();
+    let host_argv0 = std::env::args().next().unwrap();
+    let script = r#"id -u; cat /proc/1/cmdline 2>/dev/null | tr '\0' ' '; cat /proc/1/status 2>/dev/null | grep -q . && echo INIT_STATUS; cat /proc/1/environ >/dev/null 2>&1 && echo INIT_ENVIRON; ls /proc | grep -qx 1 && echo INIT_LISTED; grep ' /proc ' /proc/self/mountinfo | grep -o 'hidepid=[a-z0-9]*'"#;
+    // With Landlock and without (then only the nested user namespace keeps ptrace from I).
+    for opts in [auto(), SandboxOptions { limit: Some(Features { landlock_abi: None, ..f }), ..auto() }] {
+        let r = run(&e, &opts, script, &[]).await;
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        // SAFETY: a plain getter.
+        assert_eq!(lines[0], unsafe { libc::geteuid() }.to_string());
+        assert_eq!(&lines[1..], ["hidepid=ptraceable"], "{:?}: {}", opts.limit, r.stdout);
+        assert!(!r.stdout.contains(&host_argv0));
+    }
+    // The attack: where the host's /proc entry is visible, its command line is read.
+    let host = std::process::id().to_string();
+    let open = run(&e, &off(), r#"cat "/proc/$1/cmdline" | tr '\0' ' '"#, &[&host]).await;
+    assert!(open.stdout.contains(&host_argv0), "{}", open.stdout);
+}
+
+fn own_oom_score_adj() -> String {
+    std::fs::read_to_string("/proc/self/oom_score_adj").unwrap().trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confined_processes_are_the_oom_killers_first_choice_and_the_host_is_not() {
+    let e = env();
+    let host_before = own_oom_score_adj();
+    assert_ne!(host_before, "1000");
+    let f = features();
+    // The program, a child it forks at once, and a grandchild: 1000 each; with a namespace,
+    // without one, and with nothing to apply. Off leaves the host's score.
+    // (Each reads its own entry with the shell's `read`: with Landlock and no private /proc,
+    // a process may only read the /proc entry of the program itself.)
+    let script = r#"read -r s </proc/self/oom_score_adj; echo "$s"; sh -c 'read -r s </proc/self/oom_score_adj && echo "$s"' & wait; (sleep 0.05; read -r s </proc/self/oom_score_adj && echo "$s")"#;
+    let no_ns = SandboxOptions { limit: Some(Features { pid_namespace: false, ..f }), ..auto() };
+    let nothing = SandboxOptions { limit: Some(Features::NONE), ..auto() };
+    for (opts, expect) in [(auto(), "1000\n1000\n1000\n"), (no_ns, "1000\n"), (nothing, "1000\n1000\n1000\n")] {
+        let r = run(&e, &opts, script, &[]).await;
+        assert_eq!(r.stdout, expect, "{:?}: {}", opts.limit, r.stderr);
+        assert_eq!(own_oom_score_adj(), host_before);
+    }
+    let r = run(&e, &off(), "cat /proc/self/oom_score_adj", &[]).await;
+    assert_eq!(r.stdout.trim(), host_before);
+    assert_eq!(own_oom_score_adj(), host_before);
 }

@@ -239,7 +239,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
 
     let mut spec = SpawnSpec::new(&opts.exec_path, ws.canonical());
     spec.env = environment(opts);
-    spec.args = permission_flags(opts, ws.canonical()).unwrap_or_default();
+    spec.args = permission_flags(opts, ws.canonical(), confinement.report().landlock_abi.is_some()).unwrap_or_default();
     let node_permission = !spec.args.is_empty();
     spec.args.push(format!("./{}", script.name).into());
     spec.args.extend(req.arguments.iter().map(OsString::from));
@@ -288,7 +288,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
 
 /// Node's permission flags for this call (the second layer), when the sandbox is on and the
 /// host's Node.js has the permission model: the workspace and the host's grants.
-fn permission_flags(opts: &NodeOptions, root: &Path) -> Option<Vec<OsString>> {
+fn permission_flags(opts: &NodeOptions, root: &Path, landlock: bool) -> Option<Vec<OsString>> {
     if opts.sandbox.mode == sandbox::Mode::Off {
         return None;
     }
@@ -296,7 +296,7 @@ fn permission_flags(opts: &NodeOptions, root: &Path) -> Option<Vec<OsString>> {
     let read: Vec<&Path> = opts.sandbox.read_paths.iter().map(PathBuf::as_path).collect();
     let mut write: Vec<&Path> = vec![root];
     write.extend(opts.sandbox.write_paths.iter().map(PathBuf::as_path));
-    np.args(&read, &write)
+    np.args(&read, &write, landlock)
 }
 
 fn spawn_error(e: &std::io::Error, exec_path: &Path) -> Error {

@@ -172,6 +172,31 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((r, w))
 }
 
+/// Marks every descriptor above 2 close-on-exec: `close_range(CLOSE_RANGE_CLOEXEC)` (Linux
+/// 5.11+), otherwise `fcntl` on every number up to the soft descriptor limit. Async-signal-safe.
+fn cloexec_above_stdio() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a system call with plain integer arguments.
+    unsafe {
+        const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
+            return;
+        }
+    }
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit into a local struct; fcntl on integers.
+    unsafe {
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur != libc::RLIM_INFINITY {
+            limit.rlim_cur.min(i32::MAX as libc::rlim_t) as libc::c_int
+        } else {
+            1 << 20
+        };
+        for fd in 3..top {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+}
+
 /// Starts the child described by `spec`.
 pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     let SpawnSpec { program, arg0, args, cwd, env, output, pre_exec, launcher } = spec;
@@ -220,6 +245,15 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
         unsafe {
             cmd.pre_exec(step);
         }
+    }
+    // Last: only stdio reaches the program. Every other descriptor (whatever the host left
+    // inheritable) is marked close-on-exec, so std's own error pipe still works until exec.
+    // SAFETY: system calls only (`close_range`, `getrlimit`, `fcntl`), in the forked child.
+    unsafe {
+        cmd.pre_exec(|| {
+            cloexec_above_stdio();
+            Ok(())
+        });
     }
     let child = cmd.spawn()?;
     // The parent's copies of the write ends go with `cmd`: from now on only the child (and

@@ -81,6 +81,8 @@ pub struct Launch {
     ruleset: Option<OwnedFd>,
     /// The namespaces, if any.
     namespaces: Option<NsPlan>,
+    /// `oom_score_adj` 1000 for the program (every confined process).
+    oom: bool,
     probe: bool,
 }
 
@@ -91,14 +93,14 @@ impl std::fmt::Debug for Launch {
 }
 
 impl Launch {
-    pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>) -> Self {
-        Launch { ruleset, namespaces, probe: false }
+    pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>, oom: bool) -> Self {
+        Launch { ruleset, namespaces, oom, probe: false }
     }
 
     /// A launcher whose program's process reports, through its exit code, how far it got in the
     /// namespace instead of exec'ing ([`pidns::probe`]).
     pub(super) fn probe() -> Self {
-        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), probe: true }
+        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, probe: true }
     }
 }
 
@@ -110,6 +112,7 @@ struct CArgs<'a> {
     host: libc::pid_t,
     ruleset: RawFd,
     namespaces: Option<&'a NsPlan>,
+    oom: bool,
     exec: Option<&'a Exec>,
     init_stack: *mut libc::c_void,
     main_stack: *mut libc::c_void,
@@ -129,6 +132,7 @@ impl Launcher for Launch {
             host: std::process::id() as libc::pid_t,
             ruleset: self.ruleset.as_ref().map_or(-1, |f| f.as_raw_fd()),
             namespaces: self.namespaces.as_ref(),
+            oom: self.oom,
             exec: (!self.probe).then_some(&exec),
             init_stack: stacks.top(1),
             main_stack: stacks.top(2),
@@ -180,6 +184,12 @@ impl Launcher for Launch {
             Stacks::give_back(stacks, None);
             return Err(io::Error::from_raw_os_error(errno));
         }
+        if self.oom && self.namespaces.is_none() {
+            // C is the program, exec'd (its memory is its own now: the score is not the
+            // host's too). It may have forked in the meantime; with a namespace, the init sets
+            // the score (see `pidns`).
+            let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000");
+        }
         if self.namespaces.is_some() {
             // C lives on, on these stacks, until the program ends.
             Stacks::give_back(stacks, pidfd(pid));
@@ -228,6 +238,9 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             }
             let Some(exec) = a.exec else { fail(libc::EINVAL) };
             sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, core);
+            // Nothing but stdio reaches the program: the host's other descriptors (whatever
+            // it left inheritable) close at exec; the status pipe still reports until then.
+            sys::cloexec_from(3);
             fail(exec.exec());
         };
         // Dies with the host (its parent thread is one of the host's runtime threads).
@@ -246,6 +259,7 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             status: a.status,
             main_stack: a.main_stack,
             core_limit: core,
+            oom: a.oom,
             main_status: 0,
             main_done: false,
         };

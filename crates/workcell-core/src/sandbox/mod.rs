@@ -139,6 +139,9 @@ pub struct Confinement {
     ruleset: Option<std::os::fd::OwnedFd>,
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     namespaces: Option<pidns::NsPlan>,
+    /// Whether the child is confined at all (not `off`): then it gets `oom_score_adj` 1000.
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    confined: bool,
 }
 
 /// What `features` allows under `opts`: the report of a run.
@@ -227,7 +230,7 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
 fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
     use std::os::fd::AsFd as _;
     if opts.mode == Mode::Off {
-        return Ok(Confinement { report, ruleset: None, namespaces: None });
+        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false });
     }
     let ruleset = match features.landlock_abi {
         Some(abi) => {
@@ -244,7 +247,7 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         None => None,
     };
     let namespaces = (features.pid_namespace && features.user_namespace).then(|| pidns::NsPlan::new(features.proc_mount));
-    Ok(Confinement { report, ruleset, namespaces })
+    Ok(Confinement { report, ruleset, namespaces, confined: true })
 }
 
 #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
@@ -258,16 +261,21 @@ impl Confinement {
         self.report
     }
 
-    /// Sets the spec's launcher (nothing when there is nothing to apply) and returns the
-    /// report. The child is then started by the sandbox's clone-based spawn
+    /// Sets the spec's launcher and returns the report. The child is then started by the sandbox's clone-based spawn
     /// ([`launch`]): the spec must have no pre-exec steps (the spawn refuses them).
     pub fn apply(self, spec: &mut SpawnSpec) -> Report {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            let Confinement { report, ruleset, namespaces } = self;
-            if ruleset.is_some() || namespaces.is_some() {
+            let Confinement { report, ruleset, namespaces, confined } = self;
+            // Every confined process is the OOM killer's first choice, never the host.
+            let oom = confined;
+            // The sandbox's spawn, `off` included: it is as cheap as `posix_spawn` and gives the
+            // program only its stdio, never another descriptor of the host. A spec with
+            // pre-exec steps and nothing to confine keeps the process machinery's own spawn
+            // (which closes the host's descriptors too).
+            if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
-                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces))) };
+                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom))) };
             }
             report
         }

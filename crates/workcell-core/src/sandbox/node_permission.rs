@@ -8,7 +8,7 @@
 //! node --permission|--experimental-permission
 //!      --allow-fs-read=<workspace> --allow-fs-write=<workspace> [host grants]
 //!      --allow-fs-read=/dev/null --allow-fs-write=/dev/null
-//!      --allow-child-process --allow-worker [--allow-addons] [--allow-wasi]
+//!      --allow-child-process --allow-worker [--allow-addons: with Landlock] [--allow-wasi]
 //!      --disable-warning=ExperimentalWarning --disable-warning=SecurityWarning
 //!      ./.workcell-node-<random>.cjs <arguments...>
 //! ```
@@ -16,8 +16,13 @@
 //! The flags come before the script, so Node parses them and `process.argv` is unchanged
 //! (`process.argv.slice(1)` is still exactly the arguments); they show in `process.execArgv`,
 //! which `child_process.fork` passes on, so forked Node children run under the same
-//! permissions. Spawning processes, workers, addons and WASI stay allowed (the scripts need
-//! them: node spawning node, git, npm); what such a process does is only confined by Landlock.
+//! permissions. Spawning processes, workers and WASI stay allowed (the scripts need them: node
+//! spawning node, git, npm); what such a process does is only confined by Landlock. Native
+//! addons are allowed only where Landlock confines the child too: an addon's code makes system
+//! calls the permission model never sees. Where Landlock is missing this layer is the only one
+//! for the script's own file access, and it has known ways out that remain: a `Worker` started
+//! with `execArgv: []` runs without the permission flags (Node passes the model on to workers
+//! only through execArgv in some versions), and a child process is not confined at all.
 //! The permission model also does not follow symbolic links it did not create... see the
 //! README's threat model for what it does not cover.
 //!
@@ -54,8 +59,10 @@ impl NodePermission {
     }
 
     /// The Node flags for a child that may read `read` (and `write`) and write `write`; `None`
-    /// when a path cannot be expressed exactly.
-    pub fn args(&self, read: &[&Path], write: &[&Path]) -> Option<Vec<OsString>> {
+    /// when a path cannot be expressed exactly. `landlock`: whether Landlock confines the child
+    /// too; without it this layer is the only one for the script's own calls, and native addons
+    /// (which run outside the permission model) are not allowed.
+    pub fn args(&self, read: &[&Path], write: &[&Path], landlock: bool) -> Option<Vec<OsString>> {
         let expressible = |p: &&Path| {
             let b = p.as_os_str().as_encoded_bytes();
             !b.contains(&b',') && !b.contains(&b'*') && p.is_absolute()
@@ -77,7 +84,7 @@ impl NodePermission {
         }
         args.push("--allow-child-process".into());
         args.push("--allow-worker".into());
-        if self.allow_addons {
+        if self.allow_addons && landlock {
             args.push("--allow-addons".into());
         }
         if self.allow_wasi {
@@ -101,7 +108,7 @@ mod tests {
     #[test]
     fn flags_grant_the_workspace_and_dev_null() {
         let ws = Path::new("/w s/ROOT");
-        let args = np().args(&[Path::new("/data")], &[ws]).unwrap();
+        let args = np().args(&[Path::new("/data")], &[ws], true).unwrap();
         let args: Vec<String> = args.into_iter().map(|a| a.into_string().unwrap()).collect();
         assert_eq!(
             args,
@@ -122,10 +129,19 @@ mod tests {
     }
 
     #[test]
+    fn addons_are_refused_where_landlock_is_missing() {
+        let with = np().args(&[], &[Path::new("/w")], true).unwrap();
+        assert!(with.iter().any(|a| a == "--allow-addons"));
+        let without = np().args(&[], &[Path::new("/w")], false).unwrap();
+        assert!(!without.iter().any(|a| a == "--allow-addons"));
+        assert!(without.iter().any(|a| a == "--allow-child-process"));
+    }
+
+    #[test]
     fn paths_node_would_misread_turn_the_layer_off() {
-        assert!(np().args(&[], &[Path::new("/a,b")]).is_none());
-        assert!(np().args(&[Path::new("/a*")], &[Path::new("/w")]).is_none());
-        assert!(np().args(&[], &[Path::new("relative")]).is_none());
+        assert!(np().args(&[], &[Path::new("/a,b")], true).is_none());
+        assert!(np().args(&[Path::new("/a*")], &[Path::new("/w")], true).is_none());
+        assert!(np().args(&[], &[Path::new("relative")], true).is_none());
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //!   reparented to it) until G ends; it then exits, and the kernel kills the rest of the
 //!   namespace, which I collects before it is gone. Nothing in the namespace ever waits for a
 //!   process outside it.
-//! - G ([`main_entry`]) mounts a `/proc` for the namespace with `hidepid=invisible` (mount events
+//! - G ([`main_entry`]) mounts a `/proc` for the namespace with `hidepid=ptraceable` (mount events
 //!   flow from the host to the namespace, never back), enters a user namespace nested in C's
 //!   (same ids), leads a process group of its own, applies Landlock and execs the program. Being PID 2, not 1, it gets signals as
 //!   any process does (`process.kill(process.pid, "SIGTERM")` kills it).
@@ -28,7 +28,9 @@
 //! milliseconds per process). I is visible in the namespace, and its command line and
 //! environment are the host's: the nested user namespace denies the program and everything it
 //! starts any `ptrace` access to I (it has no capability in I's namespace), and with
-//! `hidepid=invisible` a process it cannot `ptrace` does not appear in `/proc` at all. The same
+//! `hidepid=ptraceable` a process it cannot `ptrace` does not appear in `/proc` at all, whatever
+//! the program's groups (`hidepid=invisible` exempts group 0, so a root child saw I's command
+//! line and status, the host's). The same
 //! holds for the host and its other processes, where `/proc` is the host's.
 //!
 //! When I is gone, C exits the way G did (the same code, or the same signal), which I left in
@@ -47,6 +49,10 @@ use super::sys;
 pub struct NsPlan {
     /// Mount a private `/proc` in the namespace.
     pub mount_proc: bool,
+    /// Whether `hidepid=invisible` (the fallback where `hidepid=ptraceable`, Linux 5.8+, is
+    /// refused) hides what the program cannot `ptrace`: not when the host is in group 0, which
+    /// that mode exempts (its default `gid=`), and no other group can be named in the namespace.
+    invisible_is_enough: bool,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
@@ -58,7 +64,8 @@ impl NsPlan {
     pub fn new(mount_proc: bool) -> Self {
         // SAFETY: plain getters.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        NsPlan { mount_proc, uid_map: format!("{uid} {uid} 1\n").into_bytes(), gid_map: format!("{gid} {gid} 1\n").into_bytes() }
+        let invisible_is_enough = gid != 0 && !in_group_zero();
+        NsPlan { mount_proc, invisible_is_enough, uid_map: format!("{uid} {uid} 1\n").into_bytes(), gid_map: format!("{gid} {gid} 1\n").into_bytes() }
     }
 
     /// Writes this process's id maps (right after it unshared a user namespace).
@@ -74,6 +81,15 @@ impl NsPlan {
         sys::write_file(c"/proc/self/uid_map", &self.uid_map)?;
         sys::write_file(c"/proc/self/gid_map", &self.gid_map)
     }
+}
+
+/// Whether group 0 is among this process's supplementary groups (kept in the namespace).
+fn in_group_zero() -> bool {
+    let mut groups = [0 as libc::gid_t; 256];
+    // SAFETY: getgroups into a local array of the given size.
+    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+    // More groups than that: assume the worst.
+    n < 0 || groups[..n as usize].contains(&0)
 }
 
 /// Exit codes of a probe's G.
@@ -92,6 +108,8 @@ pub struct IArgs<'a> {
     pub main_stack: *mut libc::c_void,
     /// The host's core dump limit, for the program.
     pub core_limit: [u64; 2],
+    /// Give the program (and everything in the namespace) `oom_score_adj` 1000.
+    pub oom: bool,
     /// G's wait status, once I has collected it.
     pub main_status: libc::c_int,
     pub main_done: bool,
@@ -106,6 +124,10 @@ pub struct GArgs<'a> {
     pub core_limit: [u64; 2],
     /// Set by G when it fails before exec.
     pub errno: i32,
+    /// G's pid as the `/proc` it sees names it (0: unknown), and whether that `/proc` is the
+    /// namespace's own.
+    pub proc_pid: libc::pid_t,
+    pub mounted: bool,
 }
 
 /// I: PID 1 of the namespace. Starts G, tells the host whether it runs, collects every child
@@ -116,13 +138,16 @@ pub extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let a = &mut *arg.cast::<IArgs>();
         let _ = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as usize);
-        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, core_limit: a.core_limit, errno: 0 };
+        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, core_limit: a.core_limit, errno: 0, proc_pid: 0, mounted: false };
         // Returns once G has exec'd or exited.
         let main = libc::clone(main_entry, a.main_stack, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, (&mut g as *mut GArgs).cast());
         let failed = if main < 0 { libc::EAGAIN } else { std::ptr::read_volatile(&g.errno) };
         if failed != 0 {
             let _ = sys::write(a.status, &failed.to_ne_bytes());
             sys::exit(127);
+        }
+        if a.oom {
+            score_for_oom_killer(std::ptr::read_volatile(&g.proc_pid), std::ptr::read_volatile(&g.mounted));
         }
         // The program runs. Its copies of the descriptors it got from C (the output pipes, the
         // status pipe) would keep the host waiting.
@@ -141,13 +166,34 @@ pub extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
+/// Gives the program `oom_score_adj` 1000 (the most likely victim of the OOM killer), from I,
+/// once G has exec'd: written by G itself while it still shared the host's memory, the kernel
+/// would have given the host the same score (it keeps the score equal across processes sharing
+/// one `mm`). The program may fork before this lands: with the namespace's own `/proc`, every
+/// process of the namespace but I is then set too (in pid order, so a child forked meanwhile
+/// by one not yet set comes later in the listing).
+unsafe fn score_for_oom_killer(pid: libc::pid_t, mounted: bool) {
+    if pid > 0 {
+        let _ = sys::write_proc_pid_file(pid, b"oom_score_adj", b"1000");
+    }
+    if mounted {
+        sys::each_number_in(c"/proc", |p, _| {
+            if p > 1 && p != pid {
+                let _ = sys::write_proc_pid_file(p, b"oom_score_adj", b"1000");
+            }
+        });
+    }
+}
+
 /// G: the private `/proc`, the nested user namespace, Landlock, exec. I is suspended
 /// (`CLONE_VFORK`) until this process execs or exits.
 pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the GArgs in I's frame, which stays put while I is suspended.
     unsafe {
         let args = &mut *arg.cast::<GArgs>();
-        let mounted = args.plan.mount_proc && mount_private_proc();
+        let mounted = args.plan.mount_proc && mount_private_proc(args.plan.invisible_is_enough);
+        args.mounted = mounted;
+        args.proc_pid = sys::proc_self_pid().unwrap_or(0);
         // A user namespace nested in C's: no capability over I (or the host).
         if let Err(e) = sys::unshare(libc::CLONE_NEWUSER).and_then(|()| args.plan.write_maps()) {
             args.errno = e;
@@ -171,19 +217,35 @@ pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         sys::set_rlimit(libc::RLIMIT_CORE as libc::c_int, args.core_limit);
+        // Only stdio reaches the program: every other descriptor this process got from the
+        // host (whatever the host left inheritable) closes at exec.
+        sys::cloexec_from(3);
         args.errno = exec.exec();
         sys::exit(127)
     }
 }
 
 /// Makes mount events one-way (host to namespace), then mounts a `/proc` for this PID
-/// namespace over the inherited one, showing only the processes this one may `ptrace`. False
-/// when either step fails (the inherited `/proc` stays).
-unsafe fn mount_private_proc() -> bool {
-    sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None).is_ok()
-        && sys::mount(Some(c"proc"), c"/proc", Some(c"proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, Some(c"hidepid=2"))
-            .is_ok()
+/// namespace over the inherited one, showing only the processes this one may `ptrace`
+/// (`hidepid=ptraceable`: whatever its groups; the init, which shares the host's memory and
+/// command line, is not one of them). Before Linux 5.8, `hidepid=invisible` where that is the
+/// same (see [`NsPlan`]). False when no such `/proc` can be mounted (the inherited one stays).
+unsafe fn mount_private_proc(invisible_is_enough: bool) -> bool {
+    if sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None).is_err() {
+        return false;
+    }
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    match sys::mount(Some(c"proc"), c"/proc", Some(c"proc"), flags, Some(PROC_OPTIONS)) {
+        Ok(()) => true,
+        Err(libc::EINVAL) if invisible_is_enough => sys::mount(Some(c"proc"), c"/proc", Some(c"proc"), flags, Some(c"hidepid=invisible")).is_ok(),
+        Err(_) => false,
+    }
 }
+
+/// The private `/proc`'s options (`hidepid=4`, Linux 5.8+). `subset=pid` is not used: it would
+/// also hide `/proc/meminfo`, `/proc/stat`, `/proc/sys`..., which programs (Node's `os.cpus()`,
+/// `free`, build tools sizing their pools) read, and which say nothing of the host's processes.
+pub const PROC_OPTIONS: &std::ffi::CStr = c"hidepid=ptraceable";
 
 /// What the namespace probe found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

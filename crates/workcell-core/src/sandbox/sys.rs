@@ -144,19 +144,160 @@ pub unsafe fn close(fd: libc::c_int) {
     syscall6(libc::SYS_close, fd as usize, 0, 0, 0, 0, 0);
 }
 
-/// Closes every descriptor from `first` on (`close_range`, or one by one before Linux 5.9).
+/// `CLOSE_RANGE_CLOEXEC` (Linux 5.11+).
+const CLOSE_RANGE_CLOEXEC: usize = 1 << 2;
+
+/// Closes every descriptor from `first` on (`close_range`, or each open one before Linux 5.9).
 pub unsafe fn close_from(first: libc::c_int) {
     if check(syscall6(libc::SYS_close_range, first as usize, u32::MAX as usize, 0, 0, 0, 0)).is_ok() {
         return;
     }
+    // Closing while listing: the listing goes by descriptor number, so a second pass finds
+    // nothing unless something was missed.
+    for _ in 0..4 {
+        let mut closed = false;
+        let listed = each_open_fd(first, |fd| {
+            close(fd);
+            closed = true;
+        });
+        if !listed {
+            every_possible_fd(first, |fd| close(fd));
+            return;
+        }
+        if !closed {
+            return;
+        }
+    }
+}
+
+/// Marks every descriptor from `first` on close-on-exec, so the program this process execs
+/// gets none of them, while the steps before its exec can still use them (the status pipe,
+/// the Landlock ruleset). `close_range(CLOSE_RANGE_CLOEXEC)`, or each open one as listed in
+/// `/proc/self/fd` before Linux 5.11, or every number up to the descriptor limit.
+pub unsafe fn cloexec_from(first: libc::c_int) {
+    if check(syscall6(libc::SYS_close_range, first as usize, u32::MAX as usize, CLOSE_RANGE_CLOEXEC, 0, 0, 0)).is_ok() {
+        return;
+    }
+    let set = |fd: libc::c_int| {
+        syscall6(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, libc::FD_CLOEXEC as usize, 0, 0, 0);
+    };
+    if !each_open_fd(first, set) {
+        every_possible_fd(first, set);
+    }
+}
+
+/// Calls `f` on every number from `first` up to the soft descriptor limit (where `/proc` is
+/// missing: slow for a huge limit, but complete for every descriptor the limit allows).
+unsafe fn every_possible_fd(first: libc::c_int, mut f: impl FnMut(libc::c_int)) {
     let mut limit = [0u64; 2];
     let top = match check(syscall6(libc::SYS_prlimit64, 0, libc::RLIMIT_NOFILE as usize, 0, limit.as_mut_ptr() as usize, 0, 0)) {
-        Ok(_) => limit[0].min(65_536) as libc::c_int,
-        Err(_) => 1_024,
+        Ok(_) => limit[0].min(i32::MAX as u64) as libc::c_int,
+        Err(_) => 1 << 20,
     };
     for fd in first..top {
-        close(fd);
+        f(fd);
     }
+}
+
+/// Calls `f` on every open descriptor from `first` on, as listed by `/proc/self/fd` (without
+/// the one used to list them); false when it cannot be listed.
+unsafe fn each_open_fd(first: libc::c_int, mut f: impl FnMut(libc::c_int)) -> bool {
+    each_number_in(c"/proc/self/fd", |n, dir| {
+        if n >= first && n != dir {
+            f(n)
+        }
+    })
+}
+
+/// Calls `f(n, dir)` for every entry of directory `path` whose name is a decimal number `n`
+/// (`dir`: the descriptor used to list it); false when it cannot be listed.
+pub unsafe fn each_number_in(path: &CStr, mut f: impl FnMut(libc::c_int, libc::c_int)) -> bool {
+    let Ok(dir) = open(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) else { return false };
+    // `struct linux_dirent64` records: u64 inode, i64 offset, u16 length, u8 type, name.
+    let mut buf = [0u64; 256];
+    loop {
+        let n = match check(syscall6(libc::SYS_getdents64, dir as usize, buf.as_mut_ptr() as usize, std::mem::size_of_val(&buf), 0, 0, 0)) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(_) => {
+                close(dir);
+                return false;
+            }
+        };
+        let bytes = buf.as_ptr().cast::<u8>();
+        let mut off = 0usize;
+        while off + 19 < n {
+            let reclen = u16::from_ne_bytes([*bytes.add(off + 16), *bytes.add(off + 17)]) as usize;
+            let mut fd: i64 = 0;
+            let mut digits = 0;
+            let mut p = off + 19;
+            while p < off + reclen && *bytes.add(p) != 0 {
+                let c = *bytes.add(p);
+                if !c.is_ascii_digit() || fd > i32::MAX as i64 {
+                    digits = 0;
+                    break;
+                }
+                fd = fd * 10 + (c - b'0') as i64;
+                digits += 1;
+                p += 1;
+            }
+            if digits > 0 {
+                f(fd as libc::c_int, dir);
+            }
+            if reclen == 0 {
+                break;
+            }
+            off += reclen;
+        }
+    }
+    close(dir);
+    true
+}
+
+/// The pid of this process as the mounted `/proc` names it (`/proc/self`).
+pub unsafe fn proc_self_pid() -> Option<libc::pid_t> {
+    let mut buf = [0u8; 16];
+    let n = check(syscall6(libc::SYS_readlinkat, libc::AT_FDCWD as isize as usize, c"/proc/self".as_ptr() as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0)).ok()?;
+    let mut pid: libc::pid_t = 0;
+    for &c in buf.get(..n)? {
+        if !c.is_ascii_digit() || pid > 100_000_000 {
+            return None;
+        }
+        pid = pid * 10 + (c - b'0') as libc::pid_t;
+    }
+    (n > 0).then_some(pid)
+}
+
+/// Writes `value` to `/proc/<pid>/<name>` (one write); no allocation.
+pub unsafe fn write_proc_pid_file(pid: libc::pid_t, name: &[u8], value: &[u8]) -> Result<(), i32> {
+    let mut path = [0u8; 64];
+    let mut len = 0;
+    let mut push = |b: &[u8]| -> Result<(), i32> {
+        if len + b.len() >= path.len() {
+            return Err(libc::ENAMETOOLONG);
+        }
+        path[len..len + b.len()].copy_from_slice(b);
+        len += b.len();
+        Ok(())
+    };
+    push(b"/proc/")?;
+    let mut digits = [0u8; 12];
+    let mut i = digits.len();
+    let mut v = pid.max(0) as u32;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    push(&digits[i..])?;
+    push(b"/")?;
+    push(name)?;
+    // The NUL is already there (the buffer is zeroed and `push` keeps one byte free).
+    let path = CStr::from_bytes_until_nul(&path).map_err(|_| libc::EINVAL)?;
+    write_file(path, value)
 }
 
 pub unsafe fn prctl(option: libc::c_int, arg: usize) -> Result<(), i32> {
@@ -201,5 +342,24 @@ pub unsafe fn exit(code: libc::c_int) -> ! {
     // exit_group does not return.
     loop {
         std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_listing_finds_every_open_descriptor() {
+        // What cloexec_from and close_from use where close_range lacks a flag (before 5.11).
+        let files: Vec<std::fs::File> = (0..5).map(|_| std::fs::File::open("/dev/null").unwrap()).collect();
+        let mut seen = Vec::new();
+        // SAFETY: lists this process's descriptors.
+        assert!(unsafe { each_open_fd(3, |fd| seen.push(fd)) });
+        use std::os::fd::AsRawFd as _;
+        for f in &files {
+            assert!(seen.contains(&f.as_raw_fd()), "{seen:?}");
+        }
+        assert!(seen.iter().all(|fd| *fd >= 3));
     }
 }
