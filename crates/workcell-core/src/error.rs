@@ -245,6 +245,12 @@ pub fn errno_name(errno: i32) -> String {
     name.to_string()
 }
 
+/// The tool error for an unusable host configuration (a message from the checks of
+/// [`crate::host_config`]).
+pub fn misconfigured(message: String) -> Error {
+    Error::new(Code::IoError, message).with_hint("the tool is misconfigured; report this to the user")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 //! - [`walk`]: the confined directory walk; [`list`]: `list_files`; [`search`]: `search_files`;
 //! - [`hash`]: approval hashes (`hashFile`);
 //! - [`edit`]: `edit_file`; [`guard`]: the write guard (protected globs, links refused);
-//! - [`cancel`]: cancellation shared with the host;
+//! - [`cancel`]: cancellation shared with the host; [`temp_name`]: names of temporary files;
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
 //! - [`node`]: the `node_process` tool;
@@ -37,6 +37,7 @@ pub mod root;
 pub mod sandbox;
 pub mod search;
 pub mod target_lock;
+pub mod temp_name;
 pub mod testrun;
 pub mod walk;
 pub mod write;

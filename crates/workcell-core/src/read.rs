@@ -21,24 +21,26 @@ pub struct ReadOutput {
 
 /// Describes a file type for `NOT_A_REGULAR_FILE`.
 pub(crate) fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
+    use crate::walk::Kind;
     use cap_std::fs::FileTypeExt as _;
-    if ft.is_dir() {
-        "directory"
+    let kind = if ft.is_dir() {
+        Kind::Dir
     } else if ft.is_symlink() {
-        "symlink"
+        Kind::Symlink
     } else if ft.is_fifo() {
-        "fifo"
+        Kind::Fifo
     } else if ft.is_socket() {
-        "socket"
+        Kind::Socket
     } else if ft.is_block_device() {
-        "block device"
+        Kind::BlockDevice
     } else if ft.is_char_device() {
-        "character device"
+        Kind::CharDevice
     } else if ft.is_file() {
-        "file"
+        Kind::File
     } else {
-        "unknown"
-    }
+        Kind::Unknown
+    };
+    kind.describe()
 }
 
 /// Opens `path` beneath the root for reading without blocking (a FIFO or device never hangs)

@@ -29,7 +29,7 @@ use std::time::Duration;
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
-use crate::node::Prepare;
+use crate::process::Prepare;
 use crate::path::RelPath;
 use crate::policy::{self, Policy};
 use crate::process::{End, HeadTail, Reaper, RunOptions};

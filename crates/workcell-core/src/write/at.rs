@@ -36,16 +36,7 @@ pub(crate) enum Existing {
 }
 
 fn kind_name(ft: FileType) -> &'static str {
-    match ft {
-        FileType::Directory => "directory",
-        FileType::Fifo => "fifo",
-        FileType::Socket => "socket",
-        FileType::BlockDevice => "block device",
-        FileType::CharacterDevice => "character device",
-        FileType::Symlink => "symlink",
-        FileType::RegularFile => "file",
-        _ => "unknown",
-    }
+    crate::walk::Kind::from_file_type(ft).describe()
 }
 
 #[allow(clippy::unnecessary_cast)]

@@ -78,23 +78,7 @@ fn temp_name() -> String {
     if let Some(name) = hooks::NAMES.with(|n| n.borrow_mut().pop_front()) {
         return name;
     }
-    let mut bytes = [0u8; 12];
-    if getrandom::fill(&mut bytes).is_err() {
-        // Never a fixed name: fall back to the clock and a counter, still unpredictable enough
-        // and O_EXCL refuses any collision.
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        bytes[..8].copy_from_slice(&(t as u64).to_le_bytes());
-        bytes[8..].copy_from_slice(&(n as u32 ^ std::process::id()).to_le_bytes());
-    }
-    let mut name = String::with_capacity(TEMP_PREFIX.len() + 24);
-    name.push_str(TEMP_PREFIX);
-    for b in bytes {
-        name.push_str(&format!("{b:02x}"));
-    }
-    name
+    crate::temp_name::random_name(TEMP_PREFIX, 12)
 }
 
 /// The temp file this call created; removed on drop unless installed. Removal only happens
