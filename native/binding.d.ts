@@ -33,8 +33,11 @@ export declare class NativeWorkspace {
    * Takes its place in the target's write queue synchronously (shared with write_file).
    */
   editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<EditResult>
-  /** list_files: resolves to the listing or to `{ error }`; never rejects. */
-  listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
+  /**
+   * list_files: resolves to `{ ok: { path, entries, truncated, notShown, note? } }` or to
+   * `{ error }`; never rejects.
+   */
+  listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; entries: Array<string>; truncated: boolean; notShown: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -45,12 +48,18 @@ export declare class NativeWorkspace {
    * never rejects for a tool error. Throws synchronously when `options` are unusable.
    */
   nodeProcess(source: string, arguments: Array<string>, options: NodeProcessOptions, cancel?: CancelHandle | undefined | null): Promise<NodeProcessResult>
-  /** read_file: resolves to the content or to `{ error }`; never rejects. */
-  readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<ReadResult>
-  /** read_file with `offset` / `limit`: a window of lines; resolves to it or to `{ error }`. */
-  readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ReadWindowResult>
-  /** search_files: resolves to the matches or to `{ error }`; never rejects. */
-  searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<SearchResult>
+  /**
+   * read_file: resolves to `{ ok: { path, content, bytes, hash } }` or to `{ error }`; never
+   * rejects.
+   */
+  readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; content: string; bytes: number; hash: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** read_file with `offset` / `limit`: a window of lines; resolves to `{ ok }` or `{ error }`. */
+  readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; content: string; bytes: number; hash: string; fileBytes: number; offset: number; lines: number; nextOffset?: number; totalLines?: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /**
+   * search_files: resolves to `{ ok: { matches, truncated, filesSearched, note? } }` or to
+   * `{ error }`; never rejects.
+   */
+  searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<{ ok: { matches: Array<string>; truncated: boolean; filesSearched: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks run_tests's input (runner, args, timeout) without any effect. Throws (message: the
    * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -95,11 +104,6 @@ export declare function checkCommand(argv: Array<string>, policy?: NativeCommand
  */
 export declare function checkEditArguments(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null): string
 
-/**
- * Compiles a search pattern (and glob) without searching; throws (message: the tool error's
- * JSON) with `TOOL_ARGUMENTS_INVALID` when either does not compile, the parser's message in
- * the hint.
- */
 export declare function checkSearchPattern(pattern: string, glob?: string | undefined | null, ignoreCase?: boolean | undefined | null, literal?: boolean | undefined | null): void
 
 /**
@@ -137,23 +141,13 @@ export interface EnvVar {
   value: string
 }
 
-/** hashFile(root, path): resolves to the approval hash or to `{ error }`; never rejects. */
-export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<HashResult>
-
-export interface HashResult {
-  /** `"absent"`, `"not a regular file: <type>"` or the hex SHA-256 of the content. */
-  hash?: string
-  error?: NativeError
-}
-
-export interface ListResult {
-  path?: string
-  entries?: Array<string>
-  truncated?: boolean
-  notShown?: number
-  note?: string
-  error?: NativeError
-}
+/**
+ * hashFile(root, path): resolves to `{ ok: hash }` (`"absent"`, `"not a regular file: <type>"`
+ * or the hex SHA-256 of the content) or to `{ error }`; never rejects. Opens the root, hashes
+ * and closes the root again within the call, so that a host hashing many paths never
+ * accumulates open descriptors waiting for garbage collection.
+ */
+export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: string } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
 
 /** Lists that replace the defaults of the command policy. */
 export interface NativeCommandPolicy {
@@ -226,27 +220,6 @@ export declare function normalizePath(path: string): string
 
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
 export declare function processReaper(): string
-
-export interface ReadResult {
-  path?: string
-  content?: string
-  bytes?: number
-  error?: NativeError
-}
-
-export interface ReadWindowResult {
-  path?: string
-  content?: string
-  /** UTF-8 byte length of `content`. */
-  bytes?: number
-  /** Size of the file in bytes. */
-  fileBytes?: number
-  offset?: number
-  lines?: number
-  nextOffset?: number
-  totalLines?: number
-  error?: NativeError
-}
 
 /** The host's configuration of run_command. */
 export interface RunCommandOptions {
@@ -381,20 +354,11 @@ export interface SandboxReport {
   nodePermission: boolean
 }
 
-/** The arguments of one search, as plain data (strings checked for lone surrogates in Rust). */
 export interface SearchArgs {
   ignoreCase?: boolean
   literal?: boolean
   limit?: number
   gitignore?: boolean
-}
-
-export interface SearchResult {
-  matches?: Array<string>
-  truncated?: boolean
-  filesSearched?: number
-  note?: string
-  error?: NativeError
 }
 
 export interface TestFailure {

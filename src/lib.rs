@@ -9,6 +9,7 @@ mod edit;
 mod guard;
 mod hash;
 mod list;
+mod outcome;
 mod path;
 mod policy;
 mod process;

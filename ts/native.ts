@@ -6,10 +6,22 @@ export * as binding from "../native/binding.js";
 export { CancelHandle, NativeWorkspace };
 export type { NativeError };
 
+/** A tool error as the core serializes it. */
+export interface CoreError {
+  code: string;
+  message: string;
+  hint?: string;
+  details?: unknown;
+}
+
+/** What a call passed through from the core resolves to. */
+export type Outcome<T> = { ok: T } | { error: CoreError };
+
 /** Converts a native error into a ToolError (or an AbortError for a cancellation). */
-export function fromNative(error: NativeError, signal?: AbortSignal): Error {
+export function fromNative(error: NativeError | CoreError, signal?: AbortSignal): Error {
   if (error.code === "ABORTED") return abortError(signal);
-  const details = error.details == null ? undefined : (JSON.parse(error.details) as unknown);
+  const details =
+    error.details == null ? undefined : typeof error.details === "string" ? (JSON.parse(error.details) as unknown) : error.details;
   return new ToolError(error.code, error.message, { hint: error.hint ?? undefined, details });
 }
 
@@ -74,4 +86,19 @@ export async function callNative<R extends { error?: NativeError | null }>(
   const result = await run(signal ? handleFor(signal) : undefined);
   if (result.error) throw fromNative(result.error, signal);
   return result;
+}
+
+/**
+ * Runs a native call whose result the core passes through (`{ ok } | { error }`), with a
+ * cancellation handle wired to `signal`: resolves to `ok`, rejects with the ToolError or
+ * AbortError of `error`. A signal that is already aborted rejects before the call starts.
+ */
+export async function callCore<T>(
+  signal: AbortSignal | undefined,
+  run: (cancel: CancelHandle | undefined) => Promise<Outcome<T>>,
+): Promise<T> {
+  if (signal?.aborted) throw abortError(signal);
+  const result = await run(signal ? handleFor(signal) : undefined);
+  if ("error" in result) throw fromNative(result.error, signal);
+  return result.ok;
 }

@@ -10,6 +10,7 @@
 //! - [`hash`]: approval hashes (`hashFile`);
 //! - [`edit`]: `edit_file`; [`guard`]: the write guard (protected globs, links refused);
 //! - [`cancel`]: cancellation shared with the host; [`temp_name`]: names of temporary files;
+//! - [`pool`]: workcell's own worker threads for blocking file work (never libuv's);
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
 //! - [`node`]: the `node_process` tool;
@@ -30,6 +31,7 @@ pub mod list;
 pub mod node;
 pub mod page;
 pub mod path;
+pub mod pool;
 pub mod policy;
 pub mod process;
 pub mod read;
