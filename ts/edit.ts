@@ -82,6 +82,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
   const ws = openWorkspace(root);
   return {
     name: "edit_file",
+    effect: "write",
     description: describe(limit),
     parameters,
     validate(input: unknown): EditInput {

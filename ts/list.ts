@@ -74,6 +74,7 @@ export function createListTool(root: string, _options: ListToolOptions = {}): To
   const ws = openWorkspace(root);
   return {
     name: "list_files",
+    effect: "read",
     description,
     parameters,
     validate(input: unknown): ListInput {

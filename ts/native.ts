@@ -1,6 +1,6 @@
 // The native addon and the glue every tool shares: cancellation handles and error mapping.
 import { CancelHandle, NativeWorkspace, type NativeError } from "../native/binding.js";
-import { ToolError, abortError } from "./errors.js";
+import { ArgumentsReason, ToolError, abortError, invalidArguments } from "./errors.js";
 
 export * as binding from "../native/binding.js";
 export { CancelHandle, NativeWorkspace };
@@ -43,6 +43,31 @@ export function fromThrown(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
+/**
+ * A value of the wrong type reaching the addon (a host that calls `execute` without
+ * `validate`): napi refuses it with a status such as `StringExpected` or `ArrayExpected`. That
+ * is the model's bad input, so it becomes `TOOL_ARGUMENTS_INVALID` like `validate`'s refusals.
+ */
+export function fromConversion(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (err instanceof Error && !(err instanceof ToolError) && typeof code === "string" && /^[A-Za-z]+Expected$/.test(code)) {
+    return invalidArguments(
+      ArgumentsReason.INVALID_ARGUMENTS_SHAPE,
+      "an argument has the wrong type; call the tool with the types of its parameters schema (validate the input first)",
+      { error: err.message },
+    );
+  }
+  return err;
+}
+
+async function start<R>(run: (cancel: CancelHandle | undefined) => Promise<R>, cancel: CancelHandle | undefined): Promise<R> {
+  try {
+    return await run(cancel);
+  } catch (err) {
+    throw fromConversion(err);
+  }
+}
+
 /** Opens a workspace root; throws a ToolError when it is not an existing directory. */
 export function openWorkspace(root: string): NativeWorkspace {
   if (typeof root !== "string" || root.length === 0) {
@@ -83,7 +108,7 @@ export async function callNative<R extends { error?: NativeError | null }>(
   run: (cancel: CancelHandle | undefined) => Promise<R>,
 ): Promise<R> {
   if (signal?.aborted) throw abortError(signal);
-  const result = await run(signal ? handleFor(signal) : undefined);
+  const result = await start(run, signal ? handleFor(signal) : undefined);
   if (result.error) throw fromNative(result.error, signal);
   return result;
 }
@@ -98,7 +123,7 @@ export async function callCore<T>(
   run: (cancel: CancelHandle | undefined) => Promise<Outcome<T>>,
 ): Promise<T> {
   if (signal?.aborted) throw abortError(signal);
-  const result = await run(signal ? handleFor(signal) : undefined);
+  const result = await start(run, signal ? handleFor(signal) : undefined);
   if ("error" in result) throw fromNative(result.error, signal);
   return result.ok;
 }

@@ -157,6 +157,7 @@ export function createNodeProcessTool(
 
   return {
     name: "node_process",
+    effect: "process",
     description: describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): NodeProcessInput {

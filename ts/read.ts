@@ -72,6 +72,7 @@ export function createReadTool(root: string, _options: ReadToolOptions = {}): To
   const ws = openWorkspace(root);
   return {
     name: "read_file",
+    effect: "read",
     description,
     parameters,
     validate(input: unknown): ReadInput {

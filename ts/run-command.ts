@@ -251,6 +251,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
 
   return {
     name: "run_command",
+    effect: "process",
     description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): RunCommandInput {

@@ -68,6 +68,7 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
   const gitignore = options.gitignore ?? true;
   return {
     name: "search_files",
+    effect: "read",
     description,
     parameters,
     validate(input: unknown): SearchInput {

@@ -69,6 +69,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
   const ws = openWorkspace(root);
   return {
     name: "write_file",
+    effect: "write",
     description: describe(limit),
     parameters,
     validate(input: unknown): WriteInput {
