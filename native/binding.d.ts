@@ -149,6 +149,15 @@ export interface EnvVar {
  */
 export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: string } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
 
+/** Largest output cap a host may configure for a process tool. */
+export declare const MAX_OUTPUT_CAP: number
+
+/** write_file's default content limit. */
+export declare const MAX_WRITE_BYTES: number
+
+/** Largest `maxContentBytes` of write_file and edit_file. */
+export declare const MAX_WRITE_BYTES_CEILING: number
+
 /** Lists that replace the defaults of the command policy. */
 export interface NativeCommandPolicy {
   denyCommands?: Array<string>
@@ -220,6 +229,9 @@ export declare function normalizePath(path: string): string
 
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
 export declare function processReaper(): string
+
+/** The variables the process tools set themselves (a host cannot pass them through). */
+export declare function reservedEnv(): Array<string>
 
 /** The host's configuration of run_command. */
 export interface RunCommandOptions {

@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, normalizePath, processReaper, sandboxFeatures, sandboxGrantPath } = nativeBinding
+const { CancelHandle, NativeWorkspace, WriteGuard, checkCommand, checkEditArguments, checkSearchPattern, checkWriteArguments, defaultDenyCommands, hashFile, MAX_OUTPUT_CAP, MAX_WRITE_BYTES, MAX_WRITE_BYTES_CEILING, normalizePath, processReaper, reservedEnv, sandboxFeatures, sandboxGrantPath } = nativeBinding
 export { CancelHandle }
 export { NativeWorkspace }
 export { WriteGuard }
@@ -783,8 +783,12 @@ export { checkSearchPattern }
 export { checkWriteArguments }
 export { defaultDenyCommands }
 export { hashFile }
+export { MAX_OUTPUT_CAP }
+export { MAX_WRITE_BYTES }
+export { MAX_WRITE_BYTES_CEILING }
 export { normalizePath }
 export { processReaper }
+export { reservedEnv }
 export { sandboxFeatures }
 export { sandboxGrantPath }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -8,6 +8,7 @@ mod convert;
 mod edit;
 mod guard;
 mod hash;
+mod limits;
 mod list;
 mod outcome;
 mod path;

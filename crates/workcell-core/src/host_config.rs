@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use crate::sandbox::SandboxOptions;
 
+/// Largest output cap a host may configure for a process tool (a stream's cap, run_command's
+/// head or tail): memory stays bounded.
+pub const MAX_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+
 /// Names the tools set themselves; a host cannot pass them through `inheritEnv`.
 pub const RESERVED_ENV: &[&str] = &["PATH", "HOME", "TMPDIR"];
 

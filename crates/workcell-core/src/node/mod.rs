@@ -42,8 +42,7 @@ use crate::sandbox::{self, NodePermission, Report, SandboxOptions};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Default number of bytes kept of stdout and of stderr, each.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32_768;
-/// Largest per-stream cap a host may configure (memory stays bounded).
-pub const MAX_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+pub use crate::host_config::MAX_OUTPUT_CAP;
 /// PATH given to the child when the host has none.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Prefix of the temporary script's name.

@@ -12,6 +12,8 @@ use super::resolve::Resolved;
 
 /// Largest content `write_file` accepts, in UTF-8 bytes.
 pub const MAX_WRITE_BYTES: usize = 65_536;
+/// Largest `maxContentBytes` a host may configure for write_file and edit_file.
+pub const MAX_WRITE_BYTES_CEILING: usize = 16 * 1024 * 1024;
 
 /// The arguments of one write, checked without touching the filesystem.
 #[derive(Clone, Debug)]

@@ -36,7 +36,7 @@ pub mod queue;
 pub mod resolve;
 
 pub(crate) use at::{open_at, AtTarget};
-pub use checks::{check_path, WriteRequest, MAX_WRITE_BYTES};
+pub use checks::{check_path, WriteRequest, MAX_WRITE_BYTES, MAX_WRITE_BYTES_CEILING};
 pub(crate) use checks::hash_mismatch;
 pub use install::{WriteOutput, NEW_FILE_MODE, TEMP_PREFIX};
 pub(crate) use install::install;
