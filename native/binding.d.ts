@@ -33,8 +33,11 @@ export declare class NativeWorkspace {
    * Takes its place in the target's write queue synchronously (shared with write_file).
    */
   editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<EditResult>
-  /** list_files: resolves to the listing or to `{ error }`; never rejects. */
-  listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ListResult>
+  /**
+   * list_files: resolves to `{ ok: { path, entries, truncated, notShown, note? } }` or to
+   * `{ error }`; never rejects.
+   */
+  listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; entries: Array<string>; truncated: boolean; notShown: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * apply_patch: resolves to `{ files, diff, note }` or to `{ error }`; never rejects. Its
    * places in the targets' write queues are taken synchronously, here.
@@ -56,12 +59,18 @@ export declare class NativeWorkspace {
    * never rejects for a tool error. Throws synchronously when `options` are unusable.
    */
   nodeProcess(source: string, arguments: Array<string>, options: NodeProcessOptions, cancel?: CancelHandle | undefined | null): Promise<NodeProcessResult>
-  /** read_file: resolves to the content or to `{ error }`; never rejects. */
-  readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<ReadResult>
-  /** read_file with `offset` / `limit`: a window of lines; resolves to it or to `{ error }`. */
-  readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<ReadWindowResult>
-  /** search_files: resolves to the matches or to `{ error }`; never rejects. */
-  searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<SearchResult>
+  /**
+   * read_file: resolves to `{ ok: { path, content, bytes, hash } }` or to `{ error }`; never
+   * rejects.
+   */
+  readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; content: string; bytes: number; hash: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** read_file with `offset` / `limit`: a window of lines; resolves to `{ ok }` or `{ error }`. */
+  readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; content: string; bytes: number; hash: string; fileBytes: number; offset: number; lines: number; nextOffset?: number; totalLines?: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /**
+   * search_files: resolves to `{ ok: { matches, truncated, filesSearched, note? } }` or to
+   * `{ error }`; never rejects.
+   */
+  searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<{ ok: { matches: Array<string>; truncated: boolean; filesSearched: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks run_tests's input (runner, args, timeout) without any effect. Throws (message: the
    * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -118,11 +127,6 @@ export declare function checkNameArgument(path: string): string
  */
 export declare function checkPatchArguments(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null): number
 
-/**
- * Compiles a search pattern (and glob) without searching; throws (message: the tool error's
- * JSON) with `TOOL_ARGUMENTS_INVALID` when either does not compile, the parser's message in
- * the hint.
- */
 export declare function checkSearchPattern(pattern: string, glob?: string | undefined | null, ignoreCase?: boolean | undefined | null, literal?: boolean | undefined | null): void
 
 /**
@@ -166,23 +170,22 @@ export interface EnvVar {
   value: string
 }
 
-/** hashFile(root, path): resolves to the approval hash or to `{ error }`; never rejects. */
-export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<HashResult>
+/**
+ * hashFile(root, path): resolves to `{ ok: hash }` (`"absent"`, `"not a regular file: <type>"`
+ * or the hex SHA-256 of the content) or to `{ error }`; never rejects. Opens the root, hashes
+ * and closes the root again within the call, so that a host hashing many paths never
+ * accumulates open descriptors waiting for garbage collection.
+ */
+export declare function hashFile(root: string, path: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: string } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
 
-export interface HashResult {
-  /** `"absent"`, `"not a regular file: <type>"` or the hex SHA-256 of the content. */
-  hash?: string
-  error?: NativeError
-}
+/** Largest output cap a host may configure for a process tool. */
+export declare const MAX_OUTPUT_CAP: number
 
-export interface ListResult {
-  path?: string
-  entries?: Array<string>
-  truncated?: boolean
-  notShown?: number
-  note?: string
-  error?: NativeError
-}
+/** write_file's default content limit. */
+export declare const MAX_WRITE_BYTES: number
+
+/** Largest `maxContentBytes` of write_file and edit_file. */
+export declare const MAX_WRITE_BYTES_CEILING: number
 
 export interface MkdirResult {
   path?: string
@@ -289,26 +292,8 @@ export interface PathHash {
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
 export declare function processReaper(): string
 
-export interface ReadResult {
-  path?: string
-  content?: string
-  bytes?: number
-  error?: NativeError
-}
-
-export interface ReadWindowResult {
-  path?: string
-  content?: string
-  /** UTF-8 byte length of `content`. */
-  bytes?: number
-  /** Size of the file in bytes. */
-  fileBytes?: number
-  offset?: number
-  lines?: number
-  nextOffset?: number
-  totalLines?: number
-  error?: NativeError
-}
+/** The variables the process tools set themselves (a host cannot pass them through). */
+export declare function reservedEnv(): Array<string>
 
 /** The host's configuration of run_command. */
 export interface RunCommandOptions {
@@ -445,20 +430,11 @@ export interface SandboxReport {
   nodePermission: boolean
 }
 
-/** The arguments of one search, as plain data (strings checked for lone surrogates in Rust). */
 export interface SearchArgs {
   ignoreCase?: boolean
   literal?: boolean
   limit?: number
   gitignore?: boolean
-}
-
-export interface SearchResult {
-  matches?: Array<string>
-  truncated?: boolean
-  filesSearched?: number
-  note?: string
-  error?: NativeError
 }
 
 export interface TestFailure {

@@ -60,12 +60,12 @@ describe("toAISDKTools", () => {
     expect(first.toolResults[0]).toMatchObject({
       toolName: "read_file",
       toolCallId: "call-1",
-      output: { path: "src/a.txt", content: "alpha\n", bytes: 6 },
+      output: { path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" },
     });
     // What the model got back in the second request:
     const [part] = toolMessages(model.doGenerateCalls[1]!.prompt as any);
     expect(part).toMatchObject({ type: "tool-result", toolCallId: "call-1", toolName: "read_file" });
-    expect(part.output).toEqual({ type: "json", value: { path: "src/a.txt", content: "alpha\n", bytes: 6 } });
+    expect(part.output).toEqual({ type: "json", value: { path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" } });
   });
 
   test("a refused call reaches the model as an error result carrying the code and hint, and it recovers", async () => {
@@ -102,7 +102,7 @@ describe("toAISDKTools", () => {
     expect(escape.output.value).not.toContain("TOP-SECRET-VALUE");
 
     const good = toolMessages(model.doGenerateCalls[3]!.prompt as any).find((p) => p.toolCallId === "good");
-    expect(good.output).toEqual({ type: "json", value: { path: "src/a.txt", content: "alpha\n", bytes: 6 } });
+    expect(good.output).toEqual({ type: "json", value: { path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" } });
   });
 
   test('errors: "result" returns the error object as an ordinary tool result', async () => {
@@ -147,7 +147,7 @@ describe("toAISDKTools", () => {
     const result = streamText({ model, tools: toAISDKTools(createCodingTools(root)), prompt: "x", stopWhen: stepCountIs(3) });
     expect(await result.text).toBe("read");
     const steps = await result.steps;
-    expect(steps[0]!.toolResults[0]!.output).toEqual({ path: "src/a.txt", content: "alpha\n", bytes: 6 });
+    expect(steps[0]!.toolResults[0]!.output).toEqual({ path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" });
   });
 
   test("cancellation: the SDK's abortSignal reaches the tool, execute rejects with an AbortError, generateText stops", async () => {
@@ -182,6 +182,7 @@ describe("toAISDKTools", () => {
       path: "src/a.txt",
       content: "alpha\n",
       bytes: 6,
+      hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060",
     });
     const err = await Promise.resolve(read.execute!({ path: "a.txt", extra: 1 }, { toolCallId: "y", messages: [] })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ToolCallError);

@@ -110,7 +110,7 @@ describe("createMcpServer", () => {
     const client = await connect(createMcpServer(createCodingTools(root)));
     const result = await client.callTool({ name: "read_file", arguments: { path: "./src/a.txt" } });
     expect(result.isError).toBe(false);
-    expect(result.content).toEqual([{ type: "text", text: JSON.stringify({ path: "src/a.txt", content: "alpha\n", bytes: 6 }) }]);
+    expect(result.content).toEqual([{ type: "text", text: JSON.stringify({ path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" }) }]);
   });
 
   test("refusals are isError results with the error JSON (code and hint), never protocol errors", async () => {

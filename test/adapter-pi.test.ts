@@ -50,8 +50,8 @@ describe("toPiTools", () => {
     await agent.prompt("read src/a.txt");
     const [result] = toolResults(agent);
     expect(result).toMatchObject({ toolCallId: "call-1", toolName: "read_file", isError: false });
-    expect(result.content).toEqual([{ type: "text", text: JSON.stringify({ path: "src/a.txt", content: "alpha\n", bytes: 6 }) }]);
-    expect(result.details).toEqual({ path: "src/a.txt", content: "alpha\n", bytes: 6 });
+    expect(result.content).toEqual([{ type: "text", text: JSON.stringify({ path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" }) }]);
+    expect(result.details).toEqual({ path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" });
     // The model's next request carried the tool's schema and the result.
     expect(seen!.tools!.map((t) => t.name)).toContain("read_file");
     expect(seen!.messages.some((m) => m.role === "toolResult" && m.toolCallId === "call-1")).toBe(true);
@@ -86,8 +86,8 @@ describe("toPiTools", () => {
     const { root } = await workspaceWithFile();
     const [read] = toPiTools([createReadTool(root)]);
     await expect(read!.execute("c1", { path: "src/a.txt" })).resolves.toEqual({
-      content: [{ type: "text", text: '{"path":"src/a.txt","content":"alpha\\n","bytes":6}' }],
-      details: { path: "src/a.txt", content: "alpha\n", bytes: 6 },
+      content: [{ type: "text", text: '{"path":"src/a.txt","content":"alpha\\n","bytes":6,"hash":"b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060"}' }],
+      details: { path: "src/a.txt", content: "alpha\n", bytes: 6, hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060" },
     });
     const err = await read!.execute("c2", { path: "nope.txt" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ToolCallError);

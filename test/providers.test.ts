@@ -133,7 +133,7 @@ describe("tool calls and results", () => {
     const call = fromOpenAIToolCall(openaiCall);
     expect(call).toEqual({ type: "toolCall", id: "call_abc", name: "read_file", arguments: '{"path":"a.txt"}' });
     const result = await executeToolCall(registry, call, new AbortController().signal);
-    expect(toOpenAIToolMessage(result)).toEqual({ role: "tool", tool_call_id: "call_abc", content: '{"path":"a.txt","content":"hi","bytes":2}' });
+    expect(toOpenAIToolMessage(result)).toEqual({ role: "tool", tool_call_id: "call_abc", content: '{"path":"a.txt","content":"hi","bytes":2,"hash":"8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"}' });
   });
 
   test("OpenAI Responses function_call -> ToolCall; result -> function_call_output", async () => {

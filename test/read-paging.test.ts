@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { open, writeFile, truncate } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -28,7 +29,7 @@ describe("read_file without a window", () => {
   test("the output stays { path, content, bytes }", async () => {
     const { root } = await tempWorkspace();
     await writeFile(join(root, "a.txt"), "one\ntwo\n");
-    expect(await read(createReadTool(root), { path: "a.txt" })).toEqual({ path: "a.txt", content: "one\ntwo\n", bytes: 8 });
+    expect(await read(createReadTool(root), { path: "a.txt" })).toEqual({ path: "a.txt", content: "one\ntwo\n", bytes: 8, hash: createHash("sha256").update("one\ntwo\n").digest("hex") });
   });
 
   test("over 65,536 bytes is FILE_TOO_LARGE and the hint says how to page", async () => {
@@ -51,6 +52,7 @@ describe("read_file windows", () => {
       path: "f.txt",
       content: "b\r\n",
       bytes: 3,
+      hash: "fb129fc5b78b4080d40235bfb262c2d82b390e034a0c58adbc06e61ce1e717b9",
       fileBytes: 6,
       offset: 2,
       lines: 1,
@@ -60,6 +62,7 @@ describe("read_file windows", () => {
       path: "f.txt",
       content: "c",
       bytes: 1,
+      hash: "fb129fc5b78b4080d40235bfb262c2d82b390e034a0c58adbc06e61ce1e717b9",
       fileBytes: 6,
       offset: 3,
       lines: 1,

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdir, rename, symlink, writeFile, rm, truncate } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -21,7 +22,7 @@ describe("read_file", () => {
     await writeFile(join(root, "src/a.txt"), "héllo");
     const tool = createReadTool(root);
     const out = await tool.execute(tool.validate({ path: "./src//a.txt" }), ctx());
-    expect(out).toEqual({ path: "src/a.txt", content: "héllo", bytes: 6 });
+    expect(out).toEqual({ path: "src/a.txt", content: "héllo", bytes: 6, hash: createHash("sha256").update("héllo").digest("hex") });
   });
 
   test("keeps a BOM, NUL bytes and 4-byte characters", async () => {

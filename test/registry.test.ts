@@ -56,7 +56,7 @@ describe("executeToolCall", () => {
       id: "c1",
       name: "read_file",
       isError: false,
-      content: JSON.stringify({ path: "a.txt", content: "hi", bytes: 2 }),
+      content: JSON.stringify({ path: "a.txt", content: "hi", bytes: 2, hash: "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4" }),
     });
   });
 

@@ -25,7 +25,7 @@ export interface EditOutput {
 
 /** Most edits in one call. */
 export const MAX_EDITS = 50;
-const CEILING_MAX_WRITE_BYTES = 16 * 1024 * 1024;
+const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
 export interface EditToolOptions extends WriteGuardOptions {
   /** Largest file edited and largest result, in UTF-8 bytes (default 65,536; at most 16 MiB). */
@@ -82,6 +82,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
   const ws = openWorkspace(root);
   return {
     name: "edit_file",
+    effect: "write",
     description: describe(limit),
     parameters,
     validate(input: unknown): EditInput {

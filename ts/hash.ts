@@ -1,5 +1,5 @@
 import { validatePath } from "./paths.js";
-import { binding, callNative } from "./native.js";
+import { binding, callCore } from "./native.js";
 
 export interface HashFileOptions {
   signal?: AbortSignal;
@@ -26,6 +26,5 @@ export async function hashFile(root: string, path: string, options: HashFileOpti
   if (typeof path !== "string") throw new TypeError("workcell: hashFile needs a path string");
   validatePath(path, "path");
   // The root is opened, checked and closed again inside the native call.
-  const r = await callNative(options.signal, (cancel) => binding.hashFile(root, path, cancel));
-  return r.hash!;
+  return callCore(options.signal, (cancel) => binding.hashFile(root, path, cancel));
 }

@@ -1,4 +1,4 @@
-import { callNative, openWorkspace } from "./native.js";
+import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -74,6 +74,7 @@ export function createListTool(root: string, _options: ListToolOptions = {}): To
   const ws = openWorkspace(root);
   return {
     name: "list_files",
+    effect: "read",
     description,
     parameters,
     validate(input: unknown): ListInput {
@@ -88,12 +89,7 @@ export function createListTool(root: string, _options: ListToolOptions = {}): To
       return out;
     },
     async execute(input: ListInput, context: ToolContext): Promise<ListOutput> {
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.listFiles(input.path, input.depth, input.limit, input.gitignore, cancel),
-      );
-      const out: ListOutput = { path: r.path!, entries: r.entries!, truncated: r.truncated!, notShown: r.notShown! };
-      if (r.note != null) out.note = r.note;
-      return out;
+      return callCore(context?.signal, (cancel) => ws.listFiles(input.path, input.depth, input.limit, input.gitignore, cancel));
     },
   };
 }

@@ -2,7 +2,7 @@
 import { createRequire } from "node:module";
 import type * as Binding from "../native/binding.js";
 import type { NativeError } from "../native/binding.js";
-import { ToolError, abortError } from "./errors.js";
+import { ArgumentsReason, ToolError, abortError, invalidArguments } from "./errors.js";
 import { addonLoadError } from "./platform.js";
 
 /**
@@ -25,10 +25,22 @@ export type CancelHandle = Binding.CancelHandle;
 export type NativeWorkspace = Binding.NativeWorkspace;
 export type { NativeError };
 
+/** A tool error as the core serializes it. */
+export interface CoreError {
+  code: string;
+  message: string;
+  hint?: string;
+  details?: unknown;
+}
+
+/** What a call passed through from the core resolves to. */
+export type Outcome<T> = { ok: T } | { error: CoreError };
+
 /** Converts a native error into a ToolError (or an AbortError for a cancellation). */
-export function fromNative(error: NativeError, signal?: AbortSignal): Error {
+export function fromNative(error: NativeError | CoreError, signal?: AbortSignal): Error {
   if (error.code === "ABORTED") return abortError(signal);
-  const details = error.details == null ? undefined : (JSON.parse(error.details) as unknown);
+  const details =
+    error.details == null ? undefined : typeof error.details === "string" ? (JSON.parse(error.details) as unknown) : error.details;
   return new ToolError(error.code, error.message, { hint: error.hint ?? undefined, details });
 }
 
@@ -48,6 +60,31 @@ export function fromThrown(err: unknown): Error {
     }
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * A value of the wrong type reaching the addon (a host that calls `execute` without
+ * `validate`): napi refuses it with a status such as `StringExpected` or `ArrayExpected`. That
+ * is the model's bad input, so it becomes `TOOL_ARGUMENTS_INVALID` like `validate`'s refusals.
+ */
+export function fromConversion(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (err instanceof Error && !(err instanceof ToolError) && typeof code === "string" && /^[A-Za-z]+Expected$/.test(code)) {
+    return invalidArguments(
+      ArgumentsReason.INVALID_ARGUMENTS_SHAPE,
+      "an argument has the wrong type; call the tool with the types of its parameters schema (validate the input first)",
+      { error: err.message },
+    );
+  }
+  return err;
+}
+
+async function start<R>(run: (cancel: CancelHandle | undefined) => Promise<R>, cancel: CancelHandle | undefined): Promise<R> {
+  try {
+    return await run(cancel);
+  } catch (err) {
+    throw fromConversion(err);
+  }
 }
 
 /** Opens a workspace root; throws a ToolError when it is not an existing directory. */
@@ -90,7 +127,22 @@ export async function callNative<R extends { error?: NativeError | null }>(
   run: (cancel: CancelHandle | undefined) => Promise<R>,
 ): Promise<R> {
   if (signal?.aborted) throw abortError(signal);
-  const result = await run(signal ? handleFor(signal) : undefined);
+  const result = await start(run, signal ? handleFor(signal) : undefined);
   if (result.error) throw fromNative(result.error, signal);
   return result;
+}
+
+/**
+ * Runs a native call whose result the core passes through (`{ ok } | { error }`), with a
+ * cancellation handle wired to `signal`: resolves to `ok`, rejects with the ToolError or
+ * AbortError of `error`. A signal that is already aborted rejects before the call starts.
+ */
+export async function callCore<T>(
+  signal: AbortSignal | undefined,
+  run: (cancel: CancelHandle | undefined) => Promise<Outcome<T>>,
+): Promise<T> {
+  if (signal?.aborted) throw abortError(signal);
+  const result = await start(run, signal ? handleFor(signal) : undefined);
+  if ("error" in result) throw fromNative(result.error, signal);
+  return result.ok;
 }

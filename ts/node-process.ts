@@ -1,4 +1,4 @@
-import { callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
@@ -52,7 +52,7 @@ export const NODE_PROCESS_DEFAULTS = {
 } as const;
 
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-const MAX_OUTPUT_CAP = 64 * 1024 * 1024;
+const MAX_OUTPUT_CAP = binding.MAX_OUTPUT_CAP;
 
 const parameters: JsonSchema = {
   type: "object",
@@ -157,6 +157,7 @@ export function createNodeProcessTool(
 
   return {
     name: "node_process",
+    effect: "process",
     description: describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): NodeProcessInput {

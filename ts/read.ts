@@ -1,4 +1,4 @@
-import { binding, callNative, openWorkspace } from "./native.js";
+import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -23,6 +23,8 @@ export interface ReadOutput {
   content: string;
   /** UTF-8 byte length of `content` (the whole file when no window was asked for). */
   bytes: number;
+  /** The `hashFile` string of the file (the whole file, also for a window): pass it as `expectedHash`. */
+  hash: string;
   /** Window only: the file's size in bytes. */
   fileBytes?: number;
   /** Window only: the number of the first line in `content` (the requested offset). */
@@ -61,8 +63,8 @@ const parameters: JsonSchema = {
 const description = [
   "Read a UTF-8 text file from the workspace.",
   "The path is relative to the workspace root and uses / between names (src/index.ts); absolute paths, .., backslashes, drive letters and Windows device names are refused, and symlinks may not lead outside the workspace.",
-  "Only regular files of valid UTF-8 are read; a file of at most 65,536 bytes is returned whole as { path, content, bytes }.",
-  "A larger file (up to 64 MiB) is read in windows of whole lines: pass offset (first line, from 1) and/or limit (lines); the result adds { fileBytes, offset, lines, nextOffset?, totalLines? }, holds at most 65,536 bytes, and nextOffset is where to continue (absent at the end of the file).",
+  "Only regular files of valid UTF-8 are read; a file of at most 65,536 bytes is returned whole as { path, content, bytes, hash } (hash: pass it as expectedHash to write_file or edit_file).",
+  "A larger file (up to 64 MiB) is read in windows of whole lines: pass offset (first line, from 1) and/or limit (lines); the result adds { fileBytes, offset, lines, nextOffset?, totalLines? } (hash is the whole file's), holds at most 65,536 bytes, and nextOffset is where to continue (absent at the end of the file).",
 ].join(" ");
 
 /** Creates the `read_file` tool for one workspace root. */
@@ -70,6 +72,7 @@ export function createReadTool(root: string, _options: ReadToolOptions = {}): To
   const ws = openWorkspace(root);
   return {
     name: "read_file",
+    effect: "read",
     description,
     parameters,
     validate(input: unknown): ReadInput {
@@ -83,23 +86,9 @@ export function createReadTool(root: string, _options: ReadToolOptions = {}): To
     },
     async execute(input: ReadInput, context: ToolContext): Promise<ReadOutput> {
       if (input.offset === undefined && input.limit === undefined) {
-        const r = await callNative(context?.signal, (cancel) => ws.readFile(input.path, cancel));
-        return { path: r.path!, content: r.content!, bytes: r.bytes! };
+        return callCore(context?.signal, (cancel) => ws.readFile(input.path, cancel));
       }
-      const w = await callNative(context?.signal, (cancel) =>
-        ws.readFileWindow(input.path, input.offset, input.limit, cancel),
-      );
-      const out: ReadOutput = {
-        path: w.path!,
-        content: w.content!,
-        bytes: w.bytes!,
-        fileBytes: w.fileBytes!,
-        offset: w.offset!,
-        lines: w.lines!,
-      };
-      if (w.nextOffset != null) out.nextOffset = w.nextOffset;
-      if (w.totalLines != null) out.totalLines = w.totalLines;
-      return out;
+      return callCore(context?.signal, (cancel) => ws.readFileWindow(input.path, input.offset, input.limit, cancel));
     },
   };
 }

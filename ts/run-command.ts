@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { sep } from "node:path";
 import type { RunCommandOptions as NativeRunCommandOptions } from "../native/binding.js";
 import { ToolError } from "./errors.js";
-import { callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { CommandPolicy } from "./policy.js";
 import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
@@ -72,8 +72,8 @@ export const RUN_COMMAND_DEFAULTS = {
 } as const;
 
 const MAX_MS = 2 ** 32 - 1;
-const MAX_OUTPUT_CAP = 64 * 1024 * 1024;
-const RESERVED_ENV = ["PATH", "HOME", "TMPDIR"];
+const MAX_OUTPUT_CAP = binding.MAX_OUTPUT_CAP;
+const RESERVED_ENV: readonly string[] = binding.reservedEnv();
 
 export const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 
@@ -251,6 +251,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
 
   return {
     name: "run_command",
+    effect: "process",
     description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): RunCommandInput {

@@ -201,6 +201,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
 
   return {
     name: "run_tests",
+    effect: "process",
     description: describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox)),
     parameters,
     validate(input: unknown): RunTestsInput {

@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
@@ -72,6 +72,7 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
   const gitignore = options.gitignore ?? true;
   return {
     name: "search_files",
+    effect: "read",
     description,
     parameters,
     validate(input: unknown): SearchInput {
@@ -93,7 +94,7 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
       return out;
     },
     async execute(input: SearchInput, context: ToolContext): Promise<SearchOutput> {
-      const r = await callNative(context?.signal, (cancel) =>
+      return callCore(context?.signal, (cancel) =>
         ws.searchFiles(
           input.pattern,
           input.path,
@@ -102,9 +103,6 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
           cancel,
         ),
       );
-      const out: SearchOutput = { matches: r.matches!, truncated: r.truncated!, filesSearched: r.filesSearched! };
-      if (r.note != null) out.note = r.note;
-      return out;
     },
   };
 }

@@ -5,10 +5,25 @@ export interface ToolContext {
   signal: AbortSignal;
 }
 
+/**
+ * What a call can change: `"read"` nothing (read_file, list_files, search_files), `"write"`
+ * files inside the workspace (write_file, edit_file), `"process"` anything a confined process
+ * may (node_process, run_command, run_tests). Adapters derive what they need from it; a tool
+ * without `effect` is treated as `"process"`.
+ */
+export type ToolEffect = "read" | "write" | "process";
+
+/** The effect of `tool`: its own, or `"process"` for a tool that does not say. */
+export function effectOf(tool: { readonly effect?: ToolEffect }): ToolEffect {
+  return tool.effect === "read" || tool.effect === "write" ? tool.effect : "process";
+}
+
 /** A tool an agent can call. */
 export interface Tool<I = unknown, O = unknown> {
   /** The name the model calls it by, such as `read_file`. */
   readonly name: string;
+  /** What a call can change (every workcell tool has one; a host's own tool may omit it). */
+  readonly effect?: ToolEffect;
   /** For the model: what it does, its limits, the path rules. */
   readonly description: string;
   /** JSON Schema of the input (type object, additionalProperties false). */

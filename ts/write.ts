@@ -21,8 +21,8 @@ export interface WriteOutput {
 }
 
 /** Default and ceiling of `maxContentBytes`. */
-export const DEFAULT_MAX_WRITE_BYTES = 65_536;
-const CEILING_MAX_WRITE_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_WRITE_BYTES: number = binding.MAX_WRITE_BYTES;
+const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
 export interface WriteToolOptions extends WriteGuardOptions {
   /** Largest content accepted, in UTF-8 bytes (default 65,536; at most 16 MiB). */
@@ -69,6 +69,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
   const ws = openWorkspace(root);
   return {
     name: "write_file",
+    effect: "write",
     description: describe(limit),
     parameters,
     validate(input: unknown): WriteInput {

@@ -100,13 +100,21 @@ impl Reason {
     }
 }
 
-/// A recoverable tool error (or a cancellation).
-#[derive(Clone, Debug, PartialEq)]
+/// A recoverable tool error (or a cancellation). Serializes as `{ code, message, hint?,
+/// details? }` (the `code` as [`Code::as_str`]), the shape the model gets.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Error {
+    #[serde(serialize_with = "code_str")]
     pub code: Code,
     pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
+}
+
+fn code_str<S: serde::Serializer>(code: &Code, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(code.as_str())
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -288,6 +296,12 @@ pub fn errno_name(errno: i32) -> String {
         _ => return format!("E{errno}"),
     };
     name.to_string()
+}
+
+/// The tool error for an unusable host configuration (a message from the checks of
+/// [`crate::host_config`]).
+pub fn misconfigured(message: String) -> Error {
+    Error::new(Code::IoError, message).with_hint("the tool is misconfigured; report this to the user")
 }
 
 #[cfg(test)]

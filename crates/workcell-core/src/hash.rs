@@ -50,6 +50,28 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// The hash of bytes fed in pieces (a file read in chunks): the same string as
+/// [`sha256_hex`] of their concatenation.
+pub struct Hasher(Sha256);
+
+impl Hasher {
+    pub fn new() -> Self {
+        Hasher(Sha256::new())
+    }
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+    pub fn finish(self) -> String {
+        hex(&self.0.finalize())
+    }
+}
+
+impl Default for Hasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 fn hex(digest: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut out = String::with_capacity(digest.len() * 2);
@@ -121,7 +143,7 @@ pub(crate) fn hash_at(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, show
 /// The hex SHA-256 of an open file's content, read to its end in 64 KiB chunks (cancellable
 /// between them); `FILE_TOO_LARGE` past [`MAX_HASH_BYTES`], whatever its size claimed.
 fn digest(file: impl Read, shown: &str, cancel: &Cancel) -> Result<String> {
-    let mut hasher = Sha256::new();
+    let mut hasher = Hasher::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;
     let mut reader = file.take(MAX_HASH_BYTES + 1);
@@ -139,7 +161,7 @@ fn digest(file: impl Read, shown: &str, cancel: &Cancel) -> Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hex(&hasher.finalize()))
+    Ok(hasher.finish())
 }
 
 #[cfg(test)]

@@ -1,13 +1,19 @@
 //! Checks of the host's configuration shared by the three process tools (run_command,
 //! run_tests, node_process): each returns the message the host sees when an option is
-//! unusable, and [`misconfigured`] turns such a message into the tool error.
+//! unusable, and [`crate::error::misconfigured`] turns such a message into the tool error.
 
 use std::ffi::OsStr;
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::{Code, Error};
 use crate::sandbox::SandboxOptions;
+
+/// Largest output cap a host may configure for a process tool (a stream's cap, run_command's
+/// head or tail): memory stays bounded.
+pub const MAX_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+
+/// Names the tools set themselves; a host cannot pass them through `inheritEnv`.
+pub const RESERVED_ENV: &[&str] = &["PATH", "HOME", "TMPDIR"];
 
 /// The outcome of a check: `Err` holds the message for the host.
 pub type Check = std::result::Result<(), String>;
@@ -63,17 +69,14 @@ pub fn check_env(env: &[(String, String)], reserved: &[&str]) -> Check {
 }
 
 /// The last checks of run_command and run_tests, in this order: PATH, the sandbox options, the
-/// variables (none of [`crate::command::launch::RESERVED_ENV`]).
+/// variables (none of [`RESERVED_ENV`]).
 pub fn check_launch(path: &OsStr, sandbox: &SandboxOptions, env: &[(String, String)]) -> Check {
     check_path(path)?;
     sandbox.validate()?;
-    check_env(env, crate::command::launch::RESERVED_ENV)
+    check_env(env, RESERVED_ENV)
 }
 
-/// The tool error for an unusable configuration (a message from the checks above).
-pub fn misconfigured(message: String) -> Error {
-    Error::new(Code::IoError, message).with_hint("the tool is misconfigured; report this to the user")
-}
+pub use crate::error::misconfigured;
 
 /// Shows the names of host-provided variables, never their values (for `Debug` impls).
 pub struct EnvNames<'a>(pub &'a [(String, String)]);

@@ -45,6 +45,8 @@ impl Default for ListOptions {
 }
 
 #[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ListOutput {
     /// The listed directory, normalized (`.` for the root).
     pub path: String,
@@ -54,6 +56,7 @@ pub struct ListOutput {
     pub truncated: bool,
     /// How many entries were not shown (a lower bound when the walk stopped early).
     pub not_shown: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 

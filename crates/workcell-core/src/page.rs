@@ -30,7 +30,8 @@ pub const MAX_LINE_NUMBER: u64 = u32::MAX as u64;
 
 const CHUNK: usize = 64 * 1024;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WindowOutput {
     /// The normalized path.
     pub path: String,
@@ -38,6 +39,8 @@ pub struct WindowOutput {
     pub content: String,
     /// UTF-8 byte length of `content` (at most 65,536).
     pub bytes: usize,
+    /// The `hashFile` string of the whole file (pass it as `expectedHash`).
+    pub hash: String,
     /// Size of the file in bytes, as it was when opened.
     pub file_bytes: u64,
     /// The 1-based number of the first line in `content` (the requested offset).
@@ -45,8 +48,10 @@ pub struct WindowOutput {
     /// How many lines `content` holds.
     pub lines: u64,
     /// The line to pass as `offset` to read on; absent when the window reached the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<u64>,
     /// The number of lines in the file; present when the read reached the end of the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub total_lines: Option<u64>,
 }
 
@@ -199,9 +204,11 @@ pub fn read_window(
     };
     let mut buf = vec![0u8; CHUNK];
     let mut pos: u64 = 0;
-    let mut eof = false;
-    // Reads until the window is complete and something is known to follow it, or the end.
-    while !(scan.finished && scan.more) {
+    let eof;
+    // Reads to the end (the whole file's hash); the window is complete once something is known
+    // to follow it.
+    let mut hasher = crate::hash::Hasher::new();
+    loop {
         cancel.check()?;
         // Never more than the limit + 1 bytes in all.
         let want = (CHUNK as u64).min(MAX_WINDOW_FILE_BYTES + 1 - pos) as usize;
@@ -218,7 +225,10 @@ pub fn read_window(
             // Grew past the limit while being read.
             return Err(window_file_too_large(path.as_str(), pos + n as u64));
         }
-        scan.feed(path.as_str(), &buf[..n], pos)?;
+        hasher.update(&buf[..n]);
+        if !(scan.finished && scan.more) {
+            scan.feed(path.as_str(), &buf[..n], pos)?;
+        }
         pos += n as u64;
     }
     let mut total_lines = None;
@@ -248,6 +258,7 @@ pub fn read_window(
     Ok(WindowOutput {
         path: path.as_str().to_string(),
         bytes: content.len(),
+        hash: hasher.finish(),
         content,
         file_bytes: size,
         offset,

@@ -12,33 +12,37 @@ use crate::root::{Identity, Workspace};
 /// Largest file `read_file` returns, in bytes.
 pub const MAX_READ_BYTES: usize = 65_536;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ReadOutput {
     pub path: String,
     pub content: String,
     pub bytes: usize,
+    /// The `hashFile` string of the bytes returned (pass it as `expectedHash`).
+    pub hash: String,
 }
 
 /// Describes a file type for `NOT_A_REGULAR_FILE`.
 pub(crate) fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
+    use crate::walk::Kind;
     use cap_std::fs::FileTypeExt as _;
-    if ft.is_dir() {
-        "directory"
+    let kind = if ft.is_dir() {
+        Kind::Dir
     } else if ft.is_symlink() {
-        "symlink"
+        Kind::Symlink
     } else if ft.is_fifo() {
-        "fifo"
+        Kind::Fifo
     } else if ft.is_socket() {
-        "socket"
+        Kind::Socket
     } else if ft.is_block_device() {
-        "block device"
+        Kind::BlockDevice
     } else if ft.is_char_device() {
-        "character device"
+        Kind::CharDevice
     } else if ft.is_file() {
-        "file"
+        Kind::File
     } else {
-        "unknown"
-    }
+        Kind::Unknown
+    };
+    kind.describe()
 }
 
 /// Opens `path` beneath the root for reading without blocking (a FIFO or device never hangs)
@@ -118,6 +122,7 @@ pub fn read_file(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Read
         return Err(too_large(path.as_str(), MAX_READ_BYTES));
     }
     let len = bytes.len();
+    let hash = crate::hash::sha256_hex(&bytes);
     let content = decode_utf8(path.as_str(), bytes)?;
-    Ok(ReadOutput { path: path.as_str().to_string(), content, bytes: len })
+    Ok(ReadOutput { path: path.as_str().to_string(), content, bytes: len, hash })
 }

@@ -108,6 +108,8 @@ impl SearchOptions {
 }
 
 #[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SearchOutput {
     /// `path:line: text`, in tree order.
     pub matches: Vec<String>,
@@ -115,6 +117,7 @@ pub struct SearchOutput {
     pub truncated: bool,
     /// Files searched (binary ones included).
     pub files_searched: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 

@@ -12,15 +12,14 @@ use std::path::{Path, PathBuf};
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
-use crate::node::Prepare;
+use crate::process::Prepare;
 use crate::path::RelPath;
 use crate::process::{self, Finished, OutputPipes, RunOptions, Sink, SpawnSpec};
 use crate::root::{Identity, Workspace};
 
 use super::scratch::Scratch;
 
-/// Names the tools set themselves; a host cannot pass them through `inheritEnv`.
-pub const RESERVED_ENV: &[&str] = &["PATH", "HOME", "TMPDIR"];
+pub use crate::host_config::RESERVED_ENV;
 
 /// A directory beneath the root for the child to run in: its canonical path and an open handle.
 #[derive(Debug)]
@@ -103,11 +102,6 @@ pub fn base_environment(path: &OsStr, scratch: &Scratch, extra: &[(String, Strin
         env.push((name.into(), value.into()));
     }
     env
-}
-
-/// Checks host-provided variables: valid names, no NUL, none of [`RESERVED_ENV`].
-pub fn validate_env(env: &[(String, String)]) -> std::result::Result<(), String> {
-    crate::host_config::check_env(env, RESERVED_ENV)
 }
 
 /// What to start.
@@ -210,9 +204,10 @@ mod tests {
                 ("LANG".into(), "C.UTF-8".into()),
             ]
         );
-        assert!(validate_env(&[("HOME".into(), "x".into())]).is_err());
-        assert!(validate_env(&[("A=B".into(), "x".into())]).is_err());
-        assert!(validate_env(&[("A".into(), "x\0".into())]).is_err());
-        assert!(validate_env(&[("LANG".into(), "C".into())]).is_ok());
+        let check = |env: &[(String, String)]| crate::host_config::check_env(env, RESERVED_ENV);
+        assert!(check(&[("HOME".into(), "x".into())]).is_err());
+        assert!(check(&[("A=B".into(), "x".into())]).is_err());
+        assert!(check(&[("A".into(), "x\0".into())]).is_err());
+        assert!(check(&[("LANG".into(), "C".into())]).is_ok());
     }
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
-use crate::node::Prepare;
+use crate::process::Prepare;
 use crate::path::RelPath;
 use crate::policy::{self, Policy};
 use crate::process::{End, HeadTail, Reaper, RunOptions};
@@ -47,8 +47,7 @@ pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
 pub const DEFAULT_HEAD_BYTES: usize = 8 * 1024;
 /// Default bytes kept from the end of the output.
 pub const DEFAULT_TAIL_BYTES: usize = 24 * 1024;
-/// Largest head or tail a host may configure (memory stays bounded).
-pub const MAX_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+pub use crate::host_config::MAX_OUTPUT_CAP;
 
 /// What the model sends.
 #[derive(Clone, Debug, PartialEq)]

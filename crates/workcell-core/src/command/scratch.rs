@@ -12,7 +12,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Code, Error, Result};
+use crate::error::{Error, Result};
 
 /// Prefix of a scratch directory's name.
 pub const SCRATCH_PREFIX: &str = "workcell-scratch-";
@@ -21,13 +21,6 @@ pub const SCRATCH_PREFIX: &str = "workcell-scratch-";
 #[derive(Debug)]
 pub struct Scratch {
     dir: PathBuf,
-}
-
-fn random_hex() -> Result<String> {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| Error::new(Code::IoError, format!("no randomness for a temporary name: {e}")).with_hint("try again"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn scratch_error(e: &io::Error, what: &Path) -> Error {
@@ -60,7 +53,7 @@ impl Scratch {
     pub fn create(parent: &Path) -> Result<Self> {
         let mut attempts = 0;
         let dir = loop {
-            let dir = parent.join(format!("{SCRATCH_PREFIX}{}", random_hex()?));
+            let dir = parent.join(crate::temp_name::random_name(SCRATCH_PREFIX, 8));
             match fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => break dir,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 8 => attempts += 1,
@@ -147,7 +140,7 @@ pub fn remove_tree(dir: &Path) {
         let mut budget = MAX_REMOVALS;
         let mut hoisted = Vec::new();
         let mut next = 0u64;
-        let salt = random_hex().unwrap_or_default();
+        let salt = crate::temp_name::random_name("", 8);
         if let Ok(top_dir) = top.try_clone().map(rustix::fs::Dir::new) {
             if let Ok(top_dir) = top_dir {
                 empty_dir(&top, top_dir, 0, &mut budget, &mut hoisted, &salt, &mut next);

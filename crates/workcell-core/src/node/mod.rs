@@ -26,7 +26,6 @@ pub use limits::{
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
@@ -43,8 +42,7 @@ use crate::sandbox::{self, NodePermission, Report, SandboxOptions};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Default number of bytes kept of stdout and of stderr, each.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32_768;
-/// Largest per-stream cap a host may configure (memory stays bounded).
-pub const MAX_OUTPUT_CAP: usize = 64 * 1024 * 1024;
+pub use crate::host_config::MAX_OUTPUT_CAP;
 /// PATH given to the child when the host has none.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// Prefix of the temporary script's name.
@@ -58,9 +56,7 @@ pub struct NodeRequest {
     pub arguments: Vec<String>,
 }
 
-/// Edits the spawn of a node_process child before it starts: the place where confinement adds
-/// node flags (inserted at the front of `args`, before the script) and pre-exec steps.
-pub type Prepare = Arc<dyn Fn(&mut SpawnSpec, &Path) -> Result<()> + Send + Sync>;
+pub use crate::process::Prepare;
 
 /// What the host configures.
 #[derive(Clone)]
@@ -177,10 +173,7 @@ impl<'a> Script<'a> {
         use std::io::Write as _;
         let mut attempts = 0;
         loop {
-            let mut bytes = [0u8; RANDOM_HEX / 2];
-            getrandom::fill(&mut bytes)
-                .map_err(|e| Error::new(Code::IoError, format!("no randomness for a temporary name: {e}")).with_hint("try again"))?;
-            let name = script_name(&bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            let name = script_name(&crate::temp_name::random_name("", RANDOM_HEX / 2));
             let mut options = OpenOptions::new();
             options
                 .write(true)

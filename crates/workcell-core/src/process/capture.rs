@@ -47,13 +47,20 @@ impl Head {
         self.total
     }
 
+    /// The kept bytes as text of at most `cap` UTF-8 bytes: invalid bytes become U+FFFD (three
+    /// bytes each), so what is returned is cut again, on a character boundary, to the cap.
     pub fn finish(self) -> HeadText {
-        let truncated = self.total > self.cap as u64;
-        let mut buf = self.buf;
-        if truncated {
-            buf.truncate(complete_prefix_len(&buf));
+        let mut truncated = self.total > self.cap as u64;
+        let mut text = decode(&self.buf, !truncated);
+        if text.len() > self.cap {
+            let mut end = self.cap;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            truncated = true;
         }
-        HeadText { text: decode_lossy(buf), truncated, total_bytes: self.total }
+        HeadText { text, truncated, total_bytes: self.total }
     }
 }
 
@@ -109,15 +116,15 @@ impl HeadTail {
         if total <= (head_cap + tail_cap) as u64 {
             // Nothing was dropped: head and tail are contiguous.
             head.extend_from_slice(&tail);
-            return HeadTailText { text: decode_lossy(head), truncated: false, omitted_bytes: 0, total_bytes: total };
+            return HeadTailText { text: decode(&head, true), truncated: false, omitted_bytes: 0, total_bytes: total };
         }
-        head.truncate(complete_prefix_len(&head));
-        let skip = tail.iter().take(3).take_while(|b| is_continuation(**b)).count();
+        let (mut text, head_used) = decode_prefix(&head);
+        // The tail starts after the cut: skip the continuation bytes of a character it split.
+        let skip = tail.iter().take(3).take_while(|b| **b & 0xC0 == 0x80).count();
         tail.drain(..skip);
-        let omitted = total - head.len() as u64 - tail.len() as u64;
-        let mut text = decode_lossy(head);
+        let omitted = total - head_used as u64 - tail.len() as u64;
         text.push_str(&format!("\n[{omitted} bytes omitted]\n"));
-        text.push_str(&decode_lossy(tail));
+        text.push_str(&decode(&tail, true));
         HeadTailText { text, truncated: true, omitted_bytes: omitted, total_bytes: total }
     }
 }
@@ -145,27 +152,51 @@ impl Sink for HeadTail {
     }
 }
 
-fn is_continuation(b: u8) -> bool {
-    b & 0xC0 == 0x80
+/// UTF-8 text from bytes through encoding_rs's decoder, each malformed sequence replaced by
+/// U+FFFD (the same replacement whatever the chunk boundaries were). With `complete` false the
+/// bytes are a prefix of a longer stream: a character cut at the end is left out, not replaced.
+pub fn decode(bytes: &[u8], complete: bool) -> String {
+    decode_with(bytes, complete).0
 }
 
-/// The length of the longest prefix of `buf` that does not end inside a character: a valid but
-/// incomplete sequence at the end is cut off (invalid bytes are left for lossy decoding).
-pub fn complete_prefix_len(buf: &[u8]) -> usize {
-    let len = buf.len();
-    // The last byte that is not a continuation byte, among the last four.
-    let Some(start) = (len.saturating_sub(4)..len).rev().find(|&i| !is_continuation(buf[i])) else {
-        return len;
-    };
-    match std::str::from_utf8(&buf[start..]) {
-        Err(e) if e.error_len().is_none() => start + e.valid_up_to(),
-        _ => len,
+/// [`decode`] of a prefix of a longer stream, with how many of its bytes the text covers (a
+/// character cut at the end is not covered).
+pub fn decode_prefix(bytes: &[u8]) -> (String, usize) {
+    decode_with(bytes, false)
+}
+
+fn decode_with(bytes: &[u8], complete: bool) -> (String, usize) {
+    let mut decoder = encoding_rs::UTF_8.new_decoder_without_bom_handling();
+    let room = decoder.max_utf8_buffer_length(bytes.len()).unwrap_or(bytes.len().saturating_mul(3) + 4);
+    let mut text = String::with_capacity(room);
+    let (_, read, _) = decoder.decode_to_string(bytes, &mut text, complete);
+    // What the decoder holds back (an incomplete character at the end of a prefix) is not
+    // covered by the text.
+    let held = if complete { 0 } else { pending_len(bytes) };
+    (text, read - held)
+}
+
+/// The length of an incomplete (but so far valid) character at the end of `bytes`.
+fn pending_len(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for back in 1..=3.min(len) {
+        let b = bytes[len - back];
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return 0,
+        };
+        return if need > back && std::str::from_utf8(&bytes[len - back..]).is_err_and(|e| e.error_len().is_none()) {
+            back
+        } else {
+            0
+        };
     }
-}
-
-/// UTF-8 text from bytes, with each invalid sequence replaced by U+FFFD.
-pub fn decode_lossy(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    0
 }
 
 #[cfg(test)]
@@ -216,12 +247,12 @@ mod tests {
 
     #[test]
     fn complete_prefix_leaves_invalid_bytes_alone() {
-        assert_eq!(complete_prefix_len(b""), 0);
-        assert_eq!(complete_prefix_len(b"abc"), 3);
-        assert_eq!(complete_prefix_len(&[b'a', 0xF0, 0x9F, 0x98]), 1);
-        assert_eq!(complete_prefix_len(&[b'a', 0x80, 0x80]), 3);
-        assert_eq!(complete_prefix_len(&[b'a', 0xFF]), 2);
-        assert_eq!(complete_prefix_len(&[0x80, 0x80, 0x80, 0x80, 0x80]), 5);
+        assert_eq!(decode_prefix(b"").1, 0);
+        assert_eq!(decode_prefix(b"abc").1, 3);
+        assert_eq!(decode_prefix(&[b'a', 0xF0, 0x9F, 0x98]).1, 1);
+        assert_eq!(decode_prefix(&[b'a', 0x80, 0x80]).1, 3);
+        assert_eq!(decode_prefix(&[b'a', 0xFF]).1, 2);
+        assert_eq!(decode_prefix(&[0x80, 0x80, 0x80, 0x80, 0x80]).1, 5);
     }
 
     #[test]
@@ -277,4 +308,32 @@ mod tests {
         ht.push("a-----é😀".as_bytes());
         assert_eq!(ht.finish().text, "a\n[7 bytes omitted]\n😀");
     }
+
+    #[test]
+    fn output_cap_counts_the_returned_bytes_not_the_raw_ones() {
+        // 32 KiB of 0xff: each byte becomes U+FFFD (3 bytes); what is returned stays within the cap.
+        let cap = 32 * 1024;
+        let out = head_of(&[&vec![0xff; cap]], cap);
+        assert!(out.text.len() <= cap, "{} bytes returned for a cap of {cap}", out.text.len());
+        assert!(out.truncated);
+        assert!(out.text.chars().all(|c| c == '\u{fffd}'));
+        assert_eq!(out.total_bytes, cap as u64);
+        // Valid text at the cap is returned whole and not marked truncated.
+        let out = head_of(&["é".repeat(cap / 2).as_bytes()], cap);
+        assert_eq!((out.text.len(), out.truncated), (cap, false));
+    }
+
+    #[test]
+    fn replacement_is_the_same_whatever_the_chunk_boundaries() {
+        let bytes: Vec<u8> = b"a\xf0\x9f\x98b\xe2\x82\xffc\xed\xa0\x80d\xc3".to_vec();
+        let whole = decode(&bytes, true);
+        assert_eq!(whole, String::from_utf8_lossy(&bytes));
+        for split in 0..=bytes.len() {
+            let mut h = HeadTail::new(64, 64);
+            h.push(&bytes[..split]);
+            h.push(&bytes[split..]);
+            assert_eq!(h.finish().text, whole, "split at {split}");
+        }
+    }
+
 }

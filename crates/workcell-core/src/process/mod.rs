@@ -35,3 +35,8 @@ pub use limits::RunOptions;
 pub use reap::{pidfd_available, ExitInfo, Reaper};
 pub use spawn::{LaunchIo, Launcher, OutputPipes, PreExec, SpawnSpec};
 pub use supervise::{run, End, Finished};
+
+/// Edits the spawn of a child before it starts: the place where confinement adds flags
+/// (inserted at the front of `args`, before the script or program arguments) and pre-exec
+/// steps. Given the spec and the child's working directory.
+pub type Prepare = std::sync::Arc<dyn Fn(&mut SpawnSpec, &std::path::Path) -> crate::error::Result<()> + Send + Sync>;

@@ -98,7 +98,7 @@ impl Launch {
     }
 
     /// A launcher whose program's process reports, through its exit code, how far it got in the
-    /// namespace instead of exec'ing ([`pidns::probe`]).
+    /// namespace instead of exec'ing ([`super::probe`]).
     pub(super) fn probe() -> Self {
         Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, probe: true }
     }

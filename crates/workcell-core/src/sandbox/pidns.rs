@@ -247,44 +247,6 @@ unsafe fn mount_private_proc(invisible_is_enough: bool) -> bool {
 /// `free`, build tools sizing their pools) read, and which say nothing of the host's processes.
 pub const PROC_OPTIONS: &std::ffi::CStr = c"hidepid=ptraceable";
 
-/// What the namespace probe found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NsSupport {
-    pub pid: bool,
-    pub proc_mount: bool,
-}
-
-/// Tries the namespace steps with a throwaway child (whose G exits instead of exec'ing).
-pub fn probe() -> NsSupport {
-    let none = NsSupport { pid: false, proc_mount: false };
-    let launch = super::launch::Launch::probe();
-    let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") else { return none };
-    use std::os::fd::AsFd as _;
-    let io = crate::process::LaunchIo {
-        program: std::path::Path::new("/"),
-        arg0: None,
-        args: &[],
-        cwd: std::path::Path::new("/"),
-        env: &[],
-        stdin: null.as_fd(),
-        stdout: null.as_fd(),
-        stderr: null.as_fd(),
-    };
-    use crate::process::Launcher as _;
-    let Ok(pid) = launch.launch(&io) else { return none };
-    let mut status = 0;
-    // SAFETY: waitpid on our own child.
-    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-    if r != pid || !libc::WIFEXITED(status) {
-        return none;
-    }
-    match libc::WEXITSTATUS(status) {
-        PROBE_WITH_PROC => NsSupport { pid: true, proc_mount: true },
-        PROBE_WITHOUT_PROC => NsSupport { pid: true, proc_mount: false },
-        _ => none,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

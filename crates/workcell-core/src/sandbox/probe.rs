@@ -55,12 +55,52 @@ impl Features {
 fn probe() -> Features {
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        let ns = super::pidns::probe();
+        let ns = probe_namespaces();
         Features { landlock_abi: super::landlock::kernel_abi(), pid_namespace: ns.pid, user_namespace: ns.pid, proc_mount: ns.proc_mount }
     }
     #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
     {
         Features::NONE
+    }
+}
+
+/// What the namespace probe found.
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NsSupport {
+    pub pid: bool,
+    pub proc_mount: bool,
+}
+
+/// Tries the namespace steps with a throwaway child (whose G exits instead of exec'ing).
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn probe_namespaces() -> NsSupport {
+    let none = NsSupport { pid: false, proc_mount: false };
+    let launch = super::launch::Launch::probe();
+    let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") else { return none };
+    use std::os::fd::AsFd as _;
+    let io = crate::process::LaunchIo {
+        program: std::path::Path::new("/"),
+        arg0: None,
+        args: &[],
+        cwd: std::path::Path::new("/"),
+        env: &[],
+        stdin: null.as_fd(),
+        stdout: null.as_fd(),
+        stderr: null.as_fd(),
+    };
+    use crate::process::Launcher as _;
+    let Ok(pid) = launch.launch(&io) else { return none };
+    let mut status = 0;
+    // SAFETY: waitpid on our own child.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if r != pid || !libc::WIFEXITED(status) {
+        return none;
+    }
+    match libc::WEXITSTATUS(status) {
+        super::pidns::PROBE_WITH_PROC => NsSupport { pid: true, proc_mount: true },
+        super::pidns::PROBE_WITHOUT_PROC => NsSupport { pid: true, proc_mount: false },
+        _ => none,
     }
 }
 

@@ -55,7 +55,7 @@ use crate::command::launch::{self, Launch};
 use crate::command::{effective_timeout, find_command, Scratch};
 use crate::error::{Code, Error, Reason, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
-use crate::node::Prepare;
+use crate::process::Prepare;
 use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
 use crate::root::Workspace;
@@ -467,10 +467,7 @@ impl Parser for AnyParser {
 }
 
 fn random_prefix() -> Result<String> {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| Error::new(Code::IoError, format!("no randomness: {e}")).with_hint("try again"))?;
-    Ok(format!("workcell-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+    Ok(crate::temp_name::random_name("workcell-", 8))
 }
 
 /// vitest's summary from its report file: read on a blocking thread with the checks of

@@ -1,0 +1,322 @@
+use super::*;
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt as _};
+
+fn setup() -> (tempfile::TempDir, PathBuf, Workspace) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(tmp.path()).unwrap().join("ROOT");
+    fs::create_dir(&root).unwrap();
+    let ws = Workspace::open(&root).unwrap();
+    (tmp, root, ws)
+}
+
+/// Resolution and install on this thread (so the thread-local hooks apply).
+fn write_here(ws: &Workspace, path: &str, content: &str) -> Result<WriteOutput> {
+    let rel = check_path(path)?;
+    let cancel = Cancel::new();
+    let target = resolve(ws, &rel, &cancel)?;
+    install(ws, &rel, &target, content.as_bytes(), &cancel)
+}
+
+fn temps(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in walk(dir) {
+        let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(TEMP_PREFIX) {
+            out.push(entry.display().to_string());
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        out.push(p.clone());
+        if fs::symlink_metadata(&p).unwrap().is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out
+}
+
+fn reset_hooks() {
+    hooks::NAMES.with(|n| n.borrow_mut().clear());
+    hooks::STEP.with(|h| *h.borrow_mut() = None);
+    hooks::RENAME_ERRNO.with(|e| *e.borrow_mut() = None);
+}
+
+#[test]
+fn trailing_slash_and_grammar_are_refused_before_any_effect() {
+    for p in ["a/", "a/.", "a//", "../x", "/etc/x", "C:x", "nul.txt", ""] {
+        let err = WriteRequest::new(p, "x".into(), MAX_WRITE_BYTES).unwrap_err();
+        assert_eq!(err.reason(), Some("INVALID_RELATIVE_PATH"), "{p:?}");
+    }
+    assert_eq!(WriteRequest::new("./a//b", "x".into(), MAX_WRITE_BYTES).unwrap().path().as_str(), "a/b");
+}
+
+#[test]
+fn content_limit_counts_utf8_bytes() {
+    assert!(WriteRequest::new("a", "x".repeat(MAX_WRITE_BYTES), MAX_WRITE_BYTES).is_ok());
+    let err = WriteRequest::new("a", "x".repeat(MAX_WRITE_BYTES + 1), MAX_WRITE_BYTES).unwrap_err();
+    assert_eq!(err.reason(), Some("CONTENT_TOO_LARGE"));
+    // 21,846 three-byte characters = 65,538 bytes, though only 21,846 UTF-16 units.
+    let err = WriteRequest::new("a", "€".repeat(21_846), MAX_WRITE_BYTES).unwrap_err();
+    assert_eq!(err.reason(), Some("CONTENT_TOO_LARGE"));
+    let err = WriteRequest::from_utf16(&[0x61], &[0x61, 0xdc00], MAX_WRITE_BYTES).unwrap_err();
+    assert_eq!(err.reason(), Some("INVALID_UNICODE"));
+    let err = WriteRequest::from_utf16(&[0xd800], &[0x61], MAX_WRITE_BYTES).unwrap_err();
+    assert_eq!(err.reason(), Some("INVALID_UNICODE"));
+}
+
+#[test]
+fn writes_creates_parents_and_reports() {
+    let (_t, root, ws) = setup();
+    let out = write_here(&ws, "a/b/c.txt", "héllo").unwrap();
+    assert_eq!(out, WriteOutput { path: "a/b/c.txt".into(), bytes: 6, created: true });
+    assert_eq!(fs::read_to_string(root.join("a/b/c.txt")).unwrap(), "héllo");
+    let out = write_here(&ws, "a/b/c.txt", "").unwrap();
+    assert!(!out.created);
+    assert_eq!(fs::read(root.join("a/b/c.txt")).unwrap(), b"");
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn a_planted_symlink_at_the_temp_name_is_skipped_never_followed() {
+    let (t, root, ws) = setup();
+    let outside = t.path().join("outside.txt");
+    fs::write(&outside, "outside").unwrap();
+    let planted = format!("{TEMP_PREFIX}planted");
+    symlink(&outside, root.join(&planted)).unwrap();
+    fs::write(root.join(format!("{TEMP_PREFIX}file")), "someone's").unwrap();
+    hooks::NAMES.with(|n| n.borrow_mut().extend([planted.clone(), format!("{TEMP_PREFIX}file")]));
+    write_here(&ws, "target", "mine").unwrap();
+    reset_hooks();
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "outside");
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "mine");
+    assert!(fs::symlink_metadata(root.join(&planted)).unwrap().file_type().is_symlink());
+    assert_eq!(fs::read_to_string(root.join(format!("{TEMP_PREFIX}file"))).unwrap(), "someone's");
+}
+
+#[test]
+fn rename_failure_keeps_the_old_target_and_removes_only_our_temp() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("target"), "old").unwrap();
+    let other = format!("{TEMP_PREFIX}other-writer");
+    fs::write(root.join(&other), "not ours").unwrap();
+    hooks::RENAME_ERRNO.with(|e| *e.borrow_mut() = Some(libc::ENOSPC));
+    let err = write_here(&ws, "target", "new").unwrap_err();
+    reset_hooks();
+    assert_eq!(err.code, Code::IoError);
+    assert!(err.message.starts_with("ENOSPC"), "{}", err.message);
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "old");
+    assert_eq!(temps(&root), vec![root.join(&other).display().to_string()]);
+}
+
+#[test]
+fn a_temp_swapped_after_writing_is_target_changed_and_the_swap_is_not_installed() {
+    let (t, root, ws) = setup();
+    fs::write(root.join("target"), "old").unwrap();
+    let outside = t.path().join("outside.txt");
+    fs::write(&outside, "outside").unwrap();
+    let root2 = root.clone();
+    let out2 = outside.clone();
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, temp| {
+            if s == Step::TempWritten {
+                let p = root2.join(temp);
+                fs::remove_file(&p).unwrap();
+                symlink(&out2, &p).unwrap();
+            }
+        }))
+    });
+    let err = write_here(&ws, "target", "new").unwrap_err();
+    reset_hooks();
+    assert_eq!(err.code, Code::TargetChanged);
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "old");
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "outside");
+    // The attacker's symlink is not ours: left alone.
+    assert_eq!(temps(&root).len(), 1);
+}
+
+#[test]
+fn a_parent_swapped_for_an_outside_symlink_before_rename_is_refused() {
+    let (t, root, ws) = setup();
+    fs::create_dir(root.join("dir")).unwrap();
+    let outside = t.path().join("OUT");
+    fs::create_dir(&outside).unwrap();
+    let root2 = root.clone();
+    let out2 = outside.clone();
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, _| {
+            if s == Step::BeforeRename {
+                fs::rename(root2.join("dir"), root2.join("dir.moved")).unwrap();
+                symlink(&out2, root2.join("dir")).unwrap();
+            }
+        }))
+    });
+    // The recheck ran before the hook; install into the moved directory (still inside) is
+    // the worst case: the outside directory stays empty.
+    let _ = write_here(&ws, "dir/target", "new");
+    reset_hooks();
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    assert!(temps(&root).is_empty());
+    // Swapped before the recheck: refused.
+    fs::remove_file(root.join("dir")).unwrap();
+    fs::rename(root.join("dir.moved"), root.join("dir")).unwrap();
+    let root3 = root.clone();
+    let out3 = outside.clone();
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, _| {
+            if s == Step::TempWritten {
+                fs::rename(root3.join("dir"), root3.join("dir.moved2")).unwrap();
+                symlink(&out3, root3.join("dir")).unwrap();
+            }
+        }))
+    });
+    let err = write_here(&ws, "dir/target", "newer").unwrap_err();
+    reset_hooks();
+    assert_eq!(err.code, Code::TargetChanged);
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn a_target_replaced_by_an_outside_symlink_just_before_rename_replaces_the_link_only() {
+    let (t, root, ws) = setup();
+    fs::write(root.join("target"), "old").unwrap();
+    let outside = t.path().join("outside.txt");
+    fs::write(&outside, "outside").unwrap();
+    let root2 = root.clone();
+    let out2 = outside.clone();
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, _| {
+            if s == Step::BeforeRename {
+                fs::remove_file(root2.join("target")).unwrap();
+                symlink(&out2, root2.join("target")).unwrap();
+            }
+        }))
+    });
+    write_here(&ws, "target", "new").unwrap();
+    reset_hooks();
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "outside");
+    assert!(fs::symlink_metadata(root.join("target")).unwrap().is_file());
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "new");
+}
+
+#[test]
+fn a_target_swapped_before_the_recheck_is_target_changed() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("target"), "old").unwrap();
+    let root2 = root.clone();
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, _| {
+            if s == Step::TempWritten {
+                fs::write(root2.join("other"), "other").unwrap();
+                fs::rename(root2.join("other"), root2.join("target")).unwrap();
+            }
+        }))
+    });
+    let err = write_here(&ws, "target", "new").unwrap_err();
+    reset_hooks();
+    assert_eq!(err.code, Code::TargetChanged);
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "other");
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn a_file_replaced_after_rename_is_target_changed() {
+    let (_t, root, ws) = setup();
+    let root2 = root.clone();
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, _| {
+            if s == Step::AfterRename {
+                fs::write(root2.join("x"), "theirs").unwrap();
+                fs::rename(root2.join("x"), root2.join("target")).unwrap();
+            }
+        }))
+    });
+    let err = write_here(&ws, "target", "mine").unwrap_err();
+    reset_hooks();
+    assert_eq!(err.code, Code::TargetChanged);
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn permission_bits_are_carried_over_and_new_files_are_0644() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("run.sh"), "#!/bin/sh\n").unwrap();
+    fs::set_permissions(root.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(root.join("secret"), "s").unwrap();
+    fs::set_permissions(root.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+    write_here(&ws, "run.sh", "#!/bin/sh\necho hi\n").unwrap();
+    write_here(&ws, "secret", "t").unwrap();
+    write_here(&ws, "new.txt", "n").unwrap();
+    let mode = |p: &str| fs::metadata(root.join(p)).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode("run.sh"), 0o755);
+    assert_eq!(mode("secret"), 0o600);
+    assert_eq!(mode("new.txt"), 0o644);
+}
+
+#[test]
+fn filesystem_phases_are_bounded_and_parallel() {
+    let (_t, root, ws) = setup();
+    let ws = Arc::new(ws);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let _ctx = rt.enter();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..300 {
+        let request = WriteRequest::new(&format!("d{}/f{i}", i % 7), "x".repeat(4096), MAX_WRITE_BYTES).unwrap();
+        let tx = tx.clone();
+        spawn_write(ws.clone(), request, ticket(), Cancel::new(), move |r| tx.send(r).unwrap());
+    }
+    drop(tx);
+    assert!(rx.iter().all(|r| r.is_ok()));
+    let peak = gauge::PEAK.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(peak <= 16, "{peak} filesystem phases ran at once (the documented bound is 16)");
+    assert!(peak > 1, "different targets never ran in parallel");
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn a_dropped_write_still_settles_its_callback_once() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx2 = tx.clone();
+    drop(Settle::new(move |r: Result<WriteOutput>| tx.send(r.map(|o| o.bytes)).unwrap()));
+    Settle::new(move |r: Result<WriteOutput>| tx2.send(r.map(|o| o.bytes)).unwrap())
+        .done(Ok(WriteOutput { path: "a".into(), bytes: 1, created: true }));
+    let got: Vec<_> = rx.iter().collect();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].as_ref().unwrap_err().code, Code::IoError);
+    assert_eq!(got[1].as_ref().unwrap(), &1);
+}
+
+#[test]
+fn cancellation_before_rename_leaves_nothing() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("target"), "old").unwrap();
+    let rel = check_path("target").unwrap();
+    let cancel = Cancel::new();
+    let target = resolve(&ws, &rel, &cancel).unwrap();
+    let c2 = cancel.clone();
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, _| {
+            if s == Step::TempWritten {
+                c2.cancel();
+            }
+        }))
+    });
+    let err = install(&ws, &rel, &target, b"new", &cancel).unwrap_err();
+    reset_hooks();
+    assert!(err.is_cancelled());
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "old");
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn a_directory_path_refusal_says_its_rule_once() {
+    let err = check_path("src/").unwrap_err();
+    assert!(err.hint.as_deref().unwrap().contains("names a directory"));
+    assert!(err.details.is_none(), "{:?}", err.details);
+}

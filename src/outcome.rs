@@ -1,0 +1,55 @@
+//! One result value per call, passed through from the core's own types: `{ ok: T }` or
+//! `{ error: { code, message, hint?, details? } }`, built by serde straight into JS values (no
+//! mirror structs), and the start of a call on workcell's own threads (never libuv's pool).
+
+use napi::bindgen_prelude::{Object, ToNapiValue};
+use napi::{sys, Env, JsValue as _};
+use serde::Serialize;
+use workcell_core::pool::{self, Lane};
+use workcell_core::{Code, Error};
+
+/// What a call resolves to.
+#[derive(Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome<T> {
+    Ok(T),
+    Error(Error),
+}
+
+impl<T> From<workcell_core::Result<T>> for Outcome<T> {
+    fn from(r: workcell_core::Result<T>) -> Self {
+        match r {
+            Ok(v) => Outcome::Ok(v),
+            Err(e) => Outcome::Error(e),
+        }
+    }
+}
+
+/// A serde value converted to JS when it is returned.
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> ToNapiValue for Json<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let env = Env::from_raw(env);
+        Ok(env.to_js_value(&val.0)?.raw())
+    }
+}
+
+type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<Json<Outcome<T>>> + Send>;
+
+/// Runs `f` on `lane`'s threads and resolves to its outcome; never rejects for a tool error
+/// (a panic in `f` is an internal `IO_ERROR`).
+pub fn on_pool<'env, T: Serialize + Send + 'static>(
+    env: &'env Env,
+    lane: Lane,
+    f: impl FnOnce() -> workcell_core::Result<T> + Send + 'static,
+) -> napi::Result<Object<'env>> {
+    let (deferred, promise) = env.create_deferred::<Json<Outcome<T>>, Resolver<T>>()?;
+    pool::spawn(lane, move || {
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+            Err(Error::new(Code::IoError, "the call stopped unexpectedly").with_hint("an internal error stopped the call; retry it"))
+        });
+        deferred.resolve(Box::new(move |_env| Ok(Json(Outcome::from(out)))));
+    });
+    Ok(promise)
+}
