@@ -404,6 +404,15 @@ impl Scanner<'_> {
                     let word = &b[i..stop];
                     let plain = !word.iter().any(|c| matches!(c, b'\'' | b'"' | b'\\' | b'$' | b'`'));
                     if plain {
+                        if word == b"coproc" {
+                            // bash reads `coproc NAME` followed by a compound command on a later
+                            // line differently from the parser (the name is then a command).
+                            return Err(refuse(
+                                "coproc",
+                                RefuseReason::ShellGrammar,
+                                "coprocesses are read differently by bash and the policy's parser; run the command in the background with & and use a file or a pipe instead",
+                            ));
+                        }
                         if self.posix() {
                             if let Some((w, what)) = BASH_ONLY_WORDS.iter().find(|(w, _)| w.as_bytes() == word) {
                                 return Err(grammar_refusal(w, what));
@@ -543,7 +552,6 @@ mod unit {
             "tee >(a)",
             "echo $(echo $'x')",
             "x=\"$(true &>f)\"",
-            "coproc a",
         ] {
             assert_eq!(reason(text, Grammar::Posix), Some("shell_grammar"), "{text:?}");
             assert_eq!(reason(text, Grammar::Bash), None, "{text:?}");
@@ -563,6 +571,14 @@ mod unit {
         ] {
             assert_eq!(reason(text, Grammar::Posix), None, "{text:?}");
         }
+    }
+
+    #[test]
+    fn coproc_is_refused_for_every_grammar() {
+        for grammar in [Grammar::Bash, Grammar::Posix, Grammar::Zsh] {
+            assert_eq!(reason("coproc evil\n{ true; }", grammar), Some("shell_grammar"));
+        }
+        assert_eq!(reason("echo 'coproc'", Grammar::Bash), None);
     }
 
     #[test]

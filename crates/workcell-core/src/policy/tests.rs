@@ -128,7 +128,7 @@ const SCRIPTS: &[(&str, Option<&str>)] = &[
     ("time rm x", Some("deny_listed")),
     ("env time -p nice rm x", Some("deny_listed")),
     ("! rm x", Some("deny_listed")),
-    ("coproc rm x", Some("deny_listed")),
+    ("coproc rm x", Some("shell_grammar")),
     ("busybox rm x", Some("deny_listed")),
     ("watch 'rm x'", Some("deny_listed")),
     ("flock lock.file -c 'rm x'", Some("deny_listed")),
@@ -617,7 +617,7 @@ fn sh_reads_ampersand_greater_as_background_then_a_redirection() {
 fn sh_runs_double_bracket_as_a_command_and_its_operators_as_syntax() {
     check_case(&deny_rm(), &["sh", "-c", "[[ a || sudo == x ]]"], Some("shell_grammar"));
     check_case(&deny_rm(), &["sh", "-c", "[[ x > /outside/file ]]"], Some("shell_grammar"));
-    for script in ["((1)) && ls", "cat <<< x", "function f { ls; }", "cat <(ls)", "ls > >(cat)", "coproc ls", "echo $(echo [[ x ]])"] {
+    for script in ["((1)) && ls", "cat <<< x", "function f { ls; }", "cat <(ls)", "ls > >(cat)", "echo $(echo [[ x ]])"] {
         for shell in ["sh", "dash", "posh", "yash", "ksh", "mksh"] {
             check_case(&deny_rm(), &[shell, "-c", script], Some("shell_grammar"));
         }
