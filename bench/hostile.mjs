@@ -28,6 +28,17 @@ function peakRssBytes() {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
+/** A .gitignore of 1 MiB of rules, hard-linked into 10 directories with a file each. */
+async function gitignoreInTenDirectories(dir) {
+  const rules = Array.from({ length: 40000 }, (_, i) => `build-${i}/**/*.tmp`).join("\n");
+  await writeFile(join(dir, ".gitignore"), rules.slice(0, MiB));
+  for (let i = 0; i < 10; i++) {
+    await mkdir(join(dir, `d${i}`));
+    await link(join(dir, ".gitignore"), join(dir, `d${i}`, ".gitignore"));
+    await writeFile(join(dir, `d${i}`, "f.txt"), "needle\n");
+  }
+}
+
 /** Each scenario: setup(dir, wc) returns { call(signal), abortable? }. */
 const scenarios = {
   // A matching 1 MiB file and 150 hard links to it under long names: every file reports its
@@ -74,24 +85,12 @@ const scenarios = {
   },
   // A .gitignore of 1 MiB hard-linked into 10 directories.
   async "list_files: 1 MiB .gitignore in 10 directories"(dir, wc) {
-    const rules = Array.from({ length: 40000 }, (_, i) => `build-${i}/**/*.tmp`).join("\n");
-    await writeFile(join(dir, ".gitignore"), rules.slice(0, MiB));
-    for (let i = 0; i < 10; i++) {
-      await mkdir(join(dir, `d${i}`));
-      await link(join(dir, ".gitignore"), join(dir, `d${i}`, ".gitignore"));
-      await writeFile(join(dir, `d${i}`, "f.txt"), "needle\n");
-    }
+    await gitignoreInTenDirectories(dir);
     const list = wc.createListTool(dir);
     return { call: (signal) => list.execute({ depth: 3 }, { signal }), abortable: true };
   },
   async "search_files: 1 MiB .gitignore in 10 directories"(dir, wc) {
-    const rules = Array.from({ length: 40000 }, (_, i) => `build-${i}/**/*.tmp`).join("\n");
-    await writeFile(join(dir, ".gitignore"), rules.slice(0, MiB));
-    for (let i = 0; i < 10; i++) {
-      await mkdir(join(dir, `d${i}`));
-      await link(join(dir, ".gitignore"), join(dir, `d${i}`, ".gitignore"));
-      await writeFile(join(dir, `d${i}`, "f.txt"), "needle\n");
-    }
+    await gitignoreInTenDirectories(dir);
     const search = wc.createSearchTool(dir);
     return { call: (signal) => search.execute({ pattern: "needle" }, { signal }), abortable: true };
   },
@@ -121,7 +120,7 @@ const scenarios = {
     };
   },
   // A sh -c script of nested parameter expansions, checked by validate() (on the event loop).
-  async "run_command: validate a nested 32 KiB script"(dir, wc) {
+  async "run_command: validate a 32 KiB script nested at the cap"(dir, wc) {
     const tool = wc.createRunCommandTool(dir);
     // The deepest nesting the policy accepts (a deeper one is refused at once).
     const nested = (n) => '"' + "${x:-".repeat(n) + "x" + "}".repeat(n) + '"';
@@ -132,7 +131,9 @@ const scenarios = {
       if (wc.checkCommand(["sh", "-c", `echo ${nested(mid)}`]).allowed) lo = mid;
       else hi = mid - 1;
     }
-    const script = nested(lo);
+    // At the cap, then plain commands up to 32 KiB: the parse itself is on the loop too.
+    let script = nested(lo);
+    while (script.length < 32000) script += "; echo a";
     return {
       call: async () => {
         for (let i = 0; i < 10; i++) {
