@@ -2,9 +2,9 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { makeWriteGuard, type WriteGuardOptions } from "./guard.js";
-import { DEFAULT_MAX_WRITE_BYTES } from "./write.js";
-import { checkOptionKeys } from "./file-ops.js";
+import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface ApplyPatchInput {
   /** The patch text, from `*** Begin Patch` to `*** End Patch`. */
@@ -34,12 +34,18 @@ export interface ApplyPatchOutput {
 /** Largest patch accepted, in UTF-8 bytes, and most files per patch. */
 export const MAX_PATCH_BYTES = 262_144;
 export const MAX_PATCH_FILES = 100;
-const CEILING_MAX_WRITE_BYTES = 16 * 1024 * 1024;
 
-export interface ApplyPatchToolOptions extends WriteGuardOptions {
+export interface ApplyPatchToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest file a patch may produce or update, in UTF-8 bytes (default 65,536, write_file's limit; at most 16 MiB). */
   maxContentBytes?: number;
 }
+
+/** The options of createApplyPatchTool (see ts/options.ts). */
+export const APPLY_PATCH_OPTIONS = declareOptions("createApplyPatchTool", {
+  ...COMMON_TOOL_OPTIONS,
+  ...GUARD_OPTIONS,
+  maxContentBytes: MAX_CONTENT_BYTES_OPTION,
+} as const satisfies OptionSpecOf<ApplyPatchToolOptions>);
 
 const parameters: JsonSchema = {
   type: "object",
@@ -75,11 +81,8 @@ export function createApplyPatchTool(
   root: string,
   options: ApplyPatchToolOptions = {},
 ): Tool<ApplyPatchInput, ApplyPatchOutput> & { readonly effect: "write" } {
-  checkOptionKeys(options, ["maxContentBytes", "protect", "refuseLinksOnWrite"]);
+  checkOptions("createApplyPatchTool", APPLY_PATCH_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
-  if (!Number.isSafeInteger(limit) || limit < 0 || limit > CEILING_MAX_WRITE_BYTES) {
-    throw new TypeError(`workcell: maxContentBytes must be an integer from 0 to ${CEILING_MAX_WRITE_BYTES}`);
-  }
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
   const hashList = (hashes: Record<string, string> | undefined) =>

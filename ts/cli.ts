@@ -2,9 +2,10 @@
 //   workcell mcp --root DIR [options]   serve the tools over stdio MCP
 //   workcell demo                                           a scripted agent session
 import { isAbsolute, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createCodingTools, type CodingToolsOptions } from "./coding.js";
 import { ToolError } from "./errors.js";
+import { nearestKey } from "./options.js";
 
 const USAGE = `usage:
   workcell mcp --root DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
@@ -56,36 +57,54 @@ export async function main(args: string[]): Promise<number> {
 }
 
 /** Parses `mcp`'s flags into the root and the options of createCodingTools. */
+const MCP_FLAGS = {
+  root: { type: "string" },
+  network: { type: "boolean" },
+  "timeout-ms": { type: "string" },
+  sandbox: { type: "string" },
+  "read-path": { type: "string", multiple: true },
+  "write-path": { type: "string", multiple: true },
+} as const;
+
+/**
+ * node:util's parseArgs over `flags`, its errors as TypeErrors; an unknown flag names the
+ * nearest valid one (`--netwrok: unknown option; did you mean --network?`).
+ */
+function parseFlags<F extends NonNullable<ParseArgsConfig["options"]>>(args: string[], flags: F) {
+  try {
+    return parseArgs({ args, options: flags, strict: true, allowPositionals: true });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const unknown = /^Unknown option '(-{1,2}[^'=]*)'/.exec(message)?.[1];
+    if (unknown !== undefined) {
+      const known = Object.keys(flags ?? {});
+      const near = nearestKey(unknown.replace(/^-+/, ""), known);
+      throw new TypeError(
+        `${unknown}: unknown option; ${near === undefined ? `the options are ${known.map((k) => `--${k}`).join(", ")}` : `did you mean --${near}?`}`,
+      );
+    }
+    throw new TypeError(message);
+  }
+}
+
 export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions } {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      root: { type: "string" },
-      network: { type: "boolean" },
-      "timeout-ms": { type: "string" },
-      sandbox: { type: "string" },
-      "read-path": { type: "string", multiple: true },
-      "write-path": { type: "string", multiple: true },
-    },
-    strict: true,
-    allowPositionals: true,
-  });
-  if (positionals.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  const { values, positionals } = parseFlags(args, MCP_FLAGS);
+  if (positionals.length > 0) throw new TypeError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if (values.root === undefined || values.root === "") {
-    throw new Error("--root DIR is required: the workspace directory the tools may act on");
+    throw new TypeError("--root DIR is required: the workspace directory the tools may act on");
   }
   const processes: NonNullable<CodingToolsOptions["processes"]> = {};
   const timeout = values["timeout-ms"];
   if (timeout !== undefined) {
     const ms = /^[0-9]+$/.test(timeout) ? Number(timeout) : NaN;
-    if (!Number.isSafeInteger(ms) || ms <= 0) throw new Error(`--timeout-ms must be a positive whole number of milliseconds (got ${JSON.stringify(timeout)})`);
+    if (!Number.isSafeInteger(ms) || ms <= 0) throw new TypeError(`--timeout-ms must be a positive whole number of milliseconds (got ${JSON.stringify(timeout)})`);
     processes.timeoutMs = ms;
   }
   if (values.network) processes.network = true;
   const sandbox = values.sandbox;
   if (sandbox !== undefined) {
     if (sandbox !== "auto" && sandbox !== "required" && sandbox !== "off") {
-      throw new Error(`--sandbox must be auto, required or off (got ${JSON.stringify(sandbox)})`);
+      throw new TypeError(`--sandbox must be auto, required or off (got ${JSON.stringify(sandbox)})`);
     }
     processes.sandbox = sandbox;
   }
@@ -93,7 +112,7 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
     const paths = values[flag];
     if (paths === undefined) continue;
     for (const p of paths) {
-      if (!isAbsolute(p)) throw new Error(`--${flag} must be an absolute path (got ${JSON.stringify(p)})`);
+      if (!isAbsolute(p)) throw new TypeError(`--${flag} must be an absolute path (got ${JSON.stringify(p)})`);
     }
     processes[key] = paths;
   }

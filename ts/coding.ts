@@ -1,18 +1,28 @@
-import { createNodeProcessTool, type NodeProcessToolOptions } from "./node-process.js";
-import { createReadTool, type ReadToolOptions } from "./read.js";
-import { createListTool, type ListToolOptions } from "./list.js";
-import { createSearchTool, type SearchToolOptions } from "./search.js";
-import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
-import { createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
+import { NODE_PROCESS_OPTIONS, createNodeProcessTool, type NodeProcessToolOptions } from "./node-process.js";
+import { READ_OPTIONS, createReadTool, type ReadToolOptions } from "./read.js";
+import { LIST_OPTIONS, createListTool, type ListToolOptions } from "./list.js";
+import { SEARCH_OPTIONS, createSearchTool, type SearchToolOptions } from "./search.js";
+import { RUN_COMMAND_OPTIONS, createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
+import { RUN_TESTS_OPTIONS, createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
 import type { AnyTool } from "./tool.js";
-import { createWriteTool, type WriteToolOptions } from "./write.js";
-import { createEditTool, type EditToolOptions } from "./edit.js";
-import type { WriteGuardOptions } from "./guard.js";
-import { createApplyPatchTool, type ApplyPatchToolOptions } from "./apply-patch.js";
-import { createDeleteFileTool, createMakeDirectoryTool, createMoveFileTool, type FileOpsToolOptions } from "./file-ops.js";
+import { WRITE_OPTIONS, createWriteTool, type WriteToolOptions } from "./write.js";
+import { EDIT_OPTIONS, createEditTool, type EditToolOptions } from "./edit.js";
+import { GUARD_OPTIONS, type WriteGuardOptions } from "./guard.js";
+import { APPLY_PATCH_OPTIONS, createApplyPatchTool, type ApplyPatchToolOptions } from "./apply-patch.js";
+import {
+  DELETE_FILE_OPTIONS,
+  MAKE_DIRECTORY_OPTIONS,
+  MOVE_FILE_OPTIONS,
+  createDeleteFileTool,
+  createMakeDirectoryTool,
+  createMoveFileTool,
+  type FileOpsToolOptions,
+} from "./file-ops.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { SANDBOX_OPTIONS } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
-export interface CodingToolsOptions {
+export interface CodingToolsOptions extends CommonToolOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
   edit?: EditToolOptions;
@@ -54,25 +64,60 @@ export interface ProcessToolDefaults {
   writePaths?: readonly string[];
 }
 
+/** The spec entries of {@link ProcessToolDefaults} (see ts/options.ts). */
+export const PROCESS_DEFAULTS_OPTIONS = {
+  // node_process's ceiling, the lowest of the three tools'.
+  timeoutMs: NODE_PROCESS_OPTIONS.timeoutMs,
+  network: SANDBOX_OPTIONS.network,
+  sandbox: SANDBOX_OPTIONS.sandbox,
+  readPaths: SANDBOX_OPTIONS.readPaths,
+  writePaths: SANDBOX_OPTIONS.writePaths,
+} as const satisfies OptionSpecOf<ProcessToolDefaults>;
+
+/** The options of createCodingTools (see ts/options.ts): each tool's key is that factory's spec. */
+export const CODING_TOOLS_OPTIONS = declareOptions("createCodingTools", {
+  ...COMMON_TOOL_OPTIONS,
+  read: option.object(READ_OPTIONS, "read_file's options"),
+  write: option.object(WRITE_OPTIONS, "write_file's options"),
+  edit: option.object(EDIT_OPTIONS, "edit_file's options"),
+  applyPatch: option.object(APPLY_PATCH_OPTIONS, "apply_patch's options"),
+  moveFile: option.object(MOVE_FILE_OPTIONS, "move_file's options"),
+  deleteFile: option.object(DELETE_FILE_OPTIONS, "delete_file's options"),
+  makeDirectory: option.object(MAKE_DIRECTORY_OPTIONS, "make_directory's options"),
+  guard: option.object(GUARD_OPTIONS, "the write guard of every writing tool"),
+  list: option.object(LIST_OPTIONS, "list_files's options"),
+  search: option.object(SEARCH_OPTIONS, "search_files's options"),
+  nodeProcess: option.object(NODE_PROCESS_OPTIONS, "node_process's options"),
+  runCommand: option.object(RUN_COMMAND_OPTIONS, "run_command's options"),
+  runTests: option.object(RUN_TESTS_OPTIONS, "run_tests's options"),
+  processes: option.object(PROCESS_DEFAULTS_OPTIONS, "defaults of every tool that starts processes"),
+} as const satisfies OptionSpecOf<CodingToolsOptions>);
+
+/** Copies the keys of `o` whose value is not undefined. */
+function defined<T extends object>(o: T | undefined): Partial<T> {
+  const out: Partial<T> = {};
+  if (o === undefined) return out;
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}
+
 /** All of workcell's tools for one workspace root. */
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
-  const processes = {
-    timeoutMs: options.processes?.timeoutMs,
-    network: options.processes?.network,
-    sandbox: options.processes?.sandbox,
-    readPaths: options.processes?.readPaths,
-    writePaths: options.processes?.writePaths,
-  };
+  // The whole tree is checked first, so an error names the full path (processes.sandox).
+  checkOptions("createCodingTools", CODING_TOOLS_OPTIONS, options);
+  const base = defined({ descriptions: options.descriptions });
+  const processes = { ...base, ...defined(options.processes) };
+  const guard = { ...base, ...defined(options.guard) };
   return [
-    createReadTool(root, options.read),
-    createListTool(root, options.list),
-    createSearchTool(root, options.search),
-    createWriteTool(root, { ...options.guard, ...options.write }),
-    createEditTool(root, { ...options.guard, ...options.edit }),
-    createApplyPatchTool(root, { ...options.guard, ...options.applyPatch }),
-    createMoveFileTool(root, { ...options.guard, ...options.moveFile }),
-    createDeleteFileTool(root, { ...options.guard, ...options.deleteFile }),
-    createMakeDirectoryTool(root, { ...options.guard, ...options.makeDirectory }),
+    createReadTool(root, { ...base, ...options.read }),
+    createListTool(root, { ...base, ...options.list }),
+    createSearchTool(root, { ...base, ...options.search }),
+    createWriteTool(root, { ...guard, ...options.write }),
+    createEditTool(root, { ...guard, ...options.edit }),
+    createApplyPatchTool(root, { ...guard, ...options.applyPatch }),
+    createMoveFileTool(root, { ...guard, ...options.moveFile }),
+    createDeleteFileTool(root, { ...guard, ...options.deleteFile }),
+    createMakeDirectoryTool(root, { ...guard, ...options.makeDirectory }),
     createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
     createRunCommandTool(root, { ...processes, ...options.runCommand }),
     createRunTestsTool(root, { ...processes, ...options.runTests }),

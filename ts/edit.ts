@@ -2,8 +2,9 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
-import { DEFAULT_MAX_WRITE_BYTES } from "./write.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 
 export interface EditInput {
   path: string;
@@ -25,12 +26,18 @@ export interface EditOutput {
 
 /** Most edits in one call. */
 export const MAX_EDITS = 50;
-const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
-export interface EditToolOptions extends WriteGuardOptions {
+export interface EditToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest file edited and largest result, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;
 }
+
+/** The options of createEditTool (see ts/options.ts). */
+export const EDIT_OPTIONS = declareOptions("createEditTool", {
+  ...COMMON_TOOL_OPTIONS,
+  ...GUARD_OPTIONS,
+  maxContentBytes: MAX_CONTENT_BYTES_OPTION,
+} as const satisfies OptionSpecOf<EditToolOptions>);
 
 const parameters: JsonSchema = {
   type: "object",
@@ -74,10 +81,8 @@ function describe(limit: number): string {
 
 /** Creates the `edit_file` tool for one workspace root. */
 export function createEditTool(root: string, options: EditToolOptions = {}): Tool<EditInput, EditOutput> {
+  checkOptions("createEditTool", EDIT_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
-  if (!Number.isSafeInteger(limit) || limit < 0 || limit > CEILING_MAX_WRITE_BYTES) {
-    throw new TypeError(`workcell: maxContentBytes must be an integer from 0 to ${CEILING_MAX_WRITE_BYTES}`);
-  }
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
   return {

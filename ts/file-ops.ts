@@ -2,34 +2,9 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
-/** Throws a TypeError for an option key the factory does not know, naming the nearest one. */
-export function checkOptionKeys(options: object, known: readonly string[], where = "options"): void {
-  if (typeof options !== "object" || options === null) throw new TypeError(`workcell: ${where} must be an object`);
-  for (const key of Object.keys(options)) {
-    if (known.includes(key)) continue;
-    const near = known.map((k) => [k, distance(k, key)] as const).sort((a, b) => a[1] - b[1])[0];
-    const hint = near && near[1] <= 3 ? `; did you mean ${near[0]}?` : `; known: ${known.join(", ")}`;
-    throw new TypeError(`workcell: ${key}: unknown option${hint}`);
-  }
-}
-
-function distance(a: string, b: string): number {
-  const d = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = d[0]!;
-    d[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = d[j]!;
-      d[j] = Math.min(d[j]! + 1, d[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return d[b.length]!;
-}
-
-const GUARD_KEYS = ["protect", "refuseLinksOnWrite"] as const;
 
 export interface MoveFileInput {
   from: string;
@@ -59,7 +34,16 @@ export interface MakeDirectoryOutput {
   created: boolean;
 }
 
-export type FileOpsToolOptions = WriteGuardOptions;
+export interface FileOpsToolOptions extends WriteGuardOptions, CommonToolOptions {}
+
+const FILE_OPS_SPEC = {
+  ...COMMON_TOOL_OPTIONS,
+  ...GUARD_OPTIONS,
+} as const satisfies OptionSpecOf<FileOpsToolOptions>;
+/** The options of createMoveFileTool, createDeleteFileTool and createMakeDirectoryTool (see ts/options.ts). */
+export const MOVE_FILE_OPTIONS = declareOptions("createMoveFileTool", FILE_OPS_SPEC);
+export const DELETE_FILE_OPTIONS = declareOptions("createDeleteFileTool", FILE_OPS_SPEC);
+export const MAKE_DIRECTORY_OPTIONS = declareOptions("createMakeDirectoryTool", FILE_OPS_SPEC);
 
 type WriteTool<I, O> = Tool<I, O> & { readonly effect: "write" };
 
@@ -76,7 +60,7 @@ const moveParameters: JsonSchema = {
 
 /** Creates the `move_file` tool for one workspace root. */
 export function createMoveFileTool(root: string, options: FileOpsToolOptions = {}): WriteTool<MoveFileInput, MoveFileOutput> {
-  checkOptionKeys(options, GUARD_KEYS);
+  checkOptions("createMoveFileTool", MOVE_FILE_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
   return {
@@ -111,7 +95,7 @@ const deleteParameters: JsonSchema = {
 
 /** Creates the `delete_file` tool for one workspace root. */
 export function createDeleteFileTool(root: string, options: FileOpsToolOptions = {}): WriteTool<DeleteFileInput, DeleteFileOutput> {
-  checkOptionKeys(options, GUARD_KEYS);
+  checkOptions("createDeleteFileTool", DELETE_FILE_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
   return {
@@ -149,7 +133,7 @@ export function createMakeDirectoryTool(
   root: string,
   options: FileOpsToolOptions = {},
 ): WriteTool<MakeDirectoryInput, MakeDirectoryOutput> {
-  checkOptionKeys(options, GUARD_KEYS);
+  checkOptions("createMakeDirectoryTool", MAKE_DIRECTORY_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
   return {

@@ -1,4 +1,5 @@
 import { binding } from "./native.js";
+import { option, type OptionSpecOf } from "./options.js";
 
 /** The write guard of the writing tools (write_file, edit_file). */
 export interface WriteGuardOptions {
@@ -15,6 +16,12 @@ export interface WriteGuardOptions {
   refuseLinksOnWrite?: boolean;
 }
 
+/** The spec entries of {@link WriteGuardOptions} (see ts/options.ts). */
+export const GUARD_OPTIONS = {
+  protect: option.strings("globs no writing tool may change (default every .git)"),
+  refuseLinksOnWrite: option.boolean("refuse writes through symlinks"),
+} as const satisfies OptionSpecOf<WriteGuardOptions>;
+
 /**
  * The default protected globs: every git directory (or `.git` file) at any depth, so that a
  * nested repository's config or hooks cannot be planted either.
@@ -26,12 +33,9 @@ export const DEFAULT_PROTECT: readonly string[] = Object.freeze(["**/.git/**"]);
  * guard (no globs, links allowed) is `undefined`: nothing to check.
  */
 export function makeWriteGuard(options: WriteGuardOptions): InstanceType<typeof binding.WriteGuard> | undefined {
+  // The types were checked against GUARD_OPTIONS by the factory; the globs compile in Rust.
   const protect = options.protect ?? DEFAULT_PROTECT;
-  if (!Array.isArray(protect) || protect.some((p) => typeof p !== "string")) {
-    throw new TypeError("workcell: protect must be an array of glob strings");
-  }
   const refuse = options.refuseLinksOnWrite ?? false;
-  if (typeof refuse !== "boolean") throw new TypeError("workcell: refuseLinksOnWrite must be a boolean");
   if (protect.length === 0 && !refuse) return undefined;
   try {
     return new binding.WriteGuard([...protect], refuse);

@@ -2,6 +2,7 @@ import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface ListInput {
   /** The directory to list; the workspace root when absent. */
@@ -30,7 +31,12 @@ export interface ListOutput {
   note?: string;
 }
 
-export interface ListToolOptions {}
+export interface ListToolOptions extends CommonToolOptions {}
+
+/** The options of createListTool (see ts/options.ts). */
+export const LIST_OPTIONS = declareOptions("createListTool", {
+  ...COMMON_TOOL_OPTIONS,
+} as const satisfies OptionSpecOf<ListToolOptions>);
 
 /**
  * Validates the directory a walk starts from: a workspace path, or a spelling of the root
@@ -70,7 +76,8 @@ const description = [
 ].join(" ");
 
 /** Creates the `list_files` tool for one workspace root. */
-export function createListTool(root: string, _options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
+export function createListTool(root: string, options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
+  checkOptions("createListTool", LIST_OPTIONS, options);
   const ws = openWorkspace(root);
   return {
     name: "list_files",

@@ -1,8 +1,9 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
-import { describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface NodeProcessInput {
   /** CommonJS source, at most 32,768 UTF-8 bytes. */
@@ -25,7 +26,7 @@ export interface NodeProcessOutput {
   sandbox: SandboxReport;
 }
 
-export interface NodeProcessToolOptions extends SandboxToolOptions {
+export interface NodeProcessToolOptions extends SandboxToolOptions, CommonToolOptions {
   /** Time the script may run, from its spawn (default 500 ms). */
   timeoutMs?: number;
   /** Bytes kept of stdout and of stderr, each (default 32,768). */
@@ -53,6 +54,21 @@ export const NODE_PROCESS_DEFAULTS = {
 
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 const MAX_OUTPUT_CAP = binding.MAX_OUTPUT_CAP;
+
+/** The options of createNodeProcessTool (see ts/options.ts). */
+export const NODE_PROCESS_OPTIONS = declareOptions("createNodeProcessTool", {
+  ...COMMON_TOOL_OPTIONS,
+  ...SANDBOX_OPTIONS,
+  timeoutMs: option.integer(1, MAX_TIMEOUT_MS, "time the script may run, in milliseconds"),
+  maxOutputBytes: option.integer(1, MAX_OUTPUT_CAP, "bytes kept of stdout and of stderr, each"),
+  maxStdoutBytes: option.integer(1, MAX_OUTPUT_CAP, "bytes kept of stdout"),
+  maxStderrBytes: option.integer(1, MAX_OUTPUT_CAP, "bytes kept of stderr"),
+  env: option.oneOf(
+    [{ type: "strings" }, { type: "record", values: { type: "string" } }],
+    "names to copy from the host's environment, or name -> value pairs",
+  ),
+  reaper: option.enum(["auto", "pidfd", "thread"], "how child exits are observed"),
+} as const satisfies OptionSpecOf<NodeProcessToolOptions>);
 
 const parameters: JsonSchema = {
   type: "object",
@@ -84,14 +100,6 @@ function describe(timeoutMs: number, maxStdout: number, maxStderr: number, sandb
   ].join(" ");
 }
 
-function positiveInteger(name: string, value: unknown, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > max) {
-    throw new TypeError(`workcell: createNodeProcessTool option ${name} must be an integer from 1 to ${max}`);
-  }
-  return value;
-}
-
 function envSpec(env: NodeProcessToolOptions["env"]): { names: string[]; pairs: [string, string][] } {
   const names: string[] = [];
   const pairs: [string, string][] = [];
@@ -102,7 +110,7 @@ function envSpec(env: NodeProcessToolOptions["env"]): { names: string[]; pairs: 
       if (!validName(n)) throw new TypeError(`workcell: env name ${JSON.stringify(n)} is not a valid variable name`);
       names.push(n);
     }
-  } else if (typeof env === "object" && env !== null) {
+  } else {
     for (const [n, v] of Object.entries(env)) {
       if (!validName(n)) throw new TypeError(`workcell: env name ${JSON.stringify(n)} is not a valid variable name`);
       if (typeof v !== "string" || v.includes("\0")) {
@@ -110,8 +118,6 @@ function envSpec(env: NodeProcessToolOptions["env"]): { names: string[]; pairs: 
       }
       pairs.push([n, v]);
     }
-  } else {
-    throw new TypeError("workcell: env must be an array of names or an object of name -> value");
   }
   return { names, pairs };
 }
@@ -121,19 +127,16 @@ export function createNodeProcessTool(
   root: string,
   options: NodeProcessToolOptions = {},
 ): Tool<NodeProcessInput, NodeProcessOutput> {
+  checkOptions("createNodeProcessTool", NODE_PROCESS_OPTIONS, options);
   const ws = openWorkspace(root);
-  const timeoutMs = positiveInteger("timeoutMs", options.timeoutMs, MAX_TIMEOUT_MS) ?? NODE_PROCESS_DEFAULTS.timeoutMs;
-  const maxOutput =
-    positiveInteger("maxOutputBytes", options.maxOutputBytes, MAX_OUTPUT_CAP) ?? NODE_PROCESS_DEFAULTS.maxOutputBytes;
-  const maxStdout = positiveInteger("maxStdoutBytes", options.maxStdoutBytes, MAX_OUTPUT_CAP) ?? maxOutput;
-  const maxStderr = positiveInteger("maxStderrBytes", options.maxStderrBytes, MAX_OUTPUT_CAP) ?? maxOutput;
+  const timeoutMs = options.timeoutMs ?? NODE_PROCESS_DEFAULTS.timeoutMs;
+  const maxOutput = options.maxOutputBytes ?? NODE_PROCESS_DEFAULTS.maxOutputBytes;
+  const maxStdout = options.maxStdoutBytes ?? maxOutput;
+  const maxStderr = options.maxStderrBytes ?? maxOutput;
   const env = envSpec(options.env);
   const sandbox = sandboxOptions("createNodeProcessTool", options);
   const nodePermission = nodePermissionSupport();
   const reaper = options.reaper ?? "auto";
-  if (!["auto", "pidfd", "thread"].includes(reaper)) {
-    throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
-  }
 
   const nativeOptions = (): NativeNodeProcessOptions => {
     const vars: { name: string; value: string }[] = [];

@@ -1,6 +1,7 @@
 // The command policy (decided in Rust): which argv run_command may run.
 import { binding } from "./native.js";
 import { ArgumentsReason, ErrorCode, ToolError } from "./errors.js";
+import { option, type OptionSpecOf } from "./options.js";
 
 /**
  * Which commands may run. Names are bare program names, compared case-insensitively.
@@ -19,6 +20,12 @@ export interface CommandPolicy {
   denyCommands?: readonly string[];
   allowCommands?: readonly string[];
 }
+
+/** The spec entries of {@link CommandPolicy} (see ts/options.ts). */
+export const POLICY_OPTIONS = {
+  denyCommands: option.strings("programs refused (replaces the default deny-list)"),
+  allowCommands: option.strings("the only programs that may run"),
+} as const satisfies OptionSpecOf<CommandPolicy>;
 
 /** Why a command was refused: `details.reason` of a `COMMAND_REFUSED` result. */
 export type CommandRefusalReason =

@@ -2,6 +2,7 @@ import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface ReadInput {
   path: string;
@@ -37,7 +38,12 @@ export interface ReadOutput {
   totalLines?: number;
 }
 
-export interface ReadToolOptions {}
+export interface ReadToolOptions extends CommonToolOptions {}
+
+/** The options of createReadTool (see ts/options.ts). */
+export const READ_OPTIONS = declareOptions("createReadTool", {
+  ...COMMON_TOOL_OPTIONS,
+} as const satisfies OptionSpecOf<ReadToolOptions>);
 
 const parameters: JsonSchema = {
   type: "object",
@@ -68,7 +74,8 @@ const description = [
 ].join(" ");
 
 /** Creates the `read_file` tool for one workspace root. */
-export function createReadTool(root: string, _options: ReadToolOptions = {}): Tool<ReadInput, ReadOutput> {
+export function createReadTool(root: string, options: ReadToolOptions = {}): Tool<ReadInput, ReadOutput> {
+  checkOptions("createReadTool", READ_OPTIONS, options);
   const ws = openWorkspace(root);
   return {
     name: "read_file",

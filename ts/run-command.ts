@@ -4,10 +4,11 @@ import { sep } from "node:path";
 import type { RunCommandOptions as NativeRunCommandOptions } from "../native/binding.js";
 import { ToolError } from "./errors.js";
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
-import type { CommandPolicy } from "./policy.js";
-import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
+import { SANDBOX_OPTIONS, describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface RunCommandInput {
   /** The program (a bare name found on PATH) and its arguments: 1 to 64 strings. */
@@ -38,7 +39,7 @@ export interface RunCommandOutput {
   sandbox: SandboxReport;
 }
 
-export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions {
+export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /**
    * Names of host environment variables the command may see (read at call time; absent names
    * are skipped). Nothing else is inherited: the command gets PATH, a private HOME and TMPDIR,
@@ -77,25 +78,24 @@ const RESERVED_ENV: readonly string[] = binding.reservedEnv();
 
 export const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 
-function integerOption(tool: string, name: string, value: unknown, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new TypeError(`workcell: ${tool} option ${name} must be an integer from ${min} to ${max}`);
-  }
-  return value;
-}
+/** The options of createRunCommandTool (see ts/options.ts). */
+export const RUN_COMMAND_OPTIONS = declareOptions("createRunCommandTool", {
+  ...COMMON_TOOL_OPTIONS,
+  ...POLICY_OPTIONS,
+  ...SANDBOX_OPTIONS,
+  inheritEnv: option.strings("host environment variables the command may see"),
+  path: option.string("the command's PATH"),
+  timeoutMs: option.integer(1, MAX_MS, "timeout when the call names none, in milliseconds"),
+  maxTimeoutMs: option.integer(1, MAX_MS, "largest timeout a call may ask for, in milliseconds"),
+  outputHeadBytes: option.integer(0, MAX_OUTPUT_CAP, "bytes kept from the start of the output"),
+  outputTailBytes: option.integer(0, MAX_OUTPUT_CAP, "bytes kept from the end of the output"),
+  scratchDir: option.string("where the per-call HOME and TMPDIR are created", true),
+  reaper: option.enum(["auto", "pidfd", "thread"], "how child exits are observed"),
+} as const satisfies OptionSpecOf<RunCommandToolOptions>);
 
-function names(tool: string, value: unknown, what: string): string[] | undefined {
-  if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) {
-    throw new TypeError(`workcell: ${tool} option ${what} must be an array of strings`);
-  }
-  return [...(value as string[])];
-}
-
-/** Validates `inheritEnv` and returns a function reading the named variables at call time. */
-export function inheritedEnv(tool: string, value: unknown): () => { name: string; value: string }[] {
-  const list = names(tool, value, "inheritEnv") ?? [];
+/** Validates `inheritEnv` (its type is checked by the spec) and returns a function reading the named variables at call time. */
+export function inheritedEnv(_tool: string, value: readonly string[] | undefined): () => { name: string; value: string }[] {
+  const list = [...(value ?? [])];
   for (const n of list) {
     if (n.length === 0 || /[=\0]/.test(n)) throw new TypeError(`workcell: inheritEnv name ${JSON.stringify(n)} is not a valid variable name`);
     if (RESERVED_ENV.includes(n)) {
@@ -121,10 +121,7 @@ function outside(real: string, canonicalRoot: string): boolean {
  * the workspace), otherwise the first of `os.tmpdir()`, /tmp, /var/tmp, /dev/shm that is a
  * directory outside the workspace. Returns its real path.
  */
-export function scratchParent(tool: string, dir: unknown, canonicalRoot: string): string {
-  if (dir !== undefined && (typeof dir !== "string" || dir.length === 0)) {
-    throw new TypeError(`workcell: ${tool} option scratchDir must be a directory path`);
-  }
+export function scratchParent(tool: string, dir: string | undefined, canonicalRoot: string): string {
   if (dir === undefined) {
     for (const candidate of [tmpdir(), "/tmp", "/var/tmp", "/dev/shm"]) {
       try {
@@ -206,25 +203,21 @@ function describe(
 
 /** Creates the `run_command` tool for one workspace root. */
 export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): Tool<RunCommandInput, RunCommandOutput> {
-  const ws = openWorkspace(root);
   const T = "createRunCommandTool";
-  const timeoutMs = integerOption(T, "timeoutMs", options.timeoutMs, 1, MAX_MS) ?? RUN_COMMAND_DEFAULTS.timeoutMs;
-  const maxTimeoutMs =
-    integerOption(T, "maxTimeoutMs", options.maxTimeoutMs, 1, MAX_MS) ?? Math.max(RUN_COMMAND_DEFAULTS.maxTimeoutMs, timeoutMs);
-  if (timeoutMs > maxTimeoutMs) throw new TypeError(`workcell: ${T} option timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
-  const head = integerOption(T, "outputHeadBytes", options.outputHeadBytes, 0, MAX_OUTPUT_CAP) ?? RUN_COMMAND_DEFAULTS.outputHeadBytes;
-  const tail = integerOption(T, "outputTailBytes", options.outputTailBytes, 0, MAX_OUTPUT_CAP) ?? RUN_COMMAND_DEFAULTS.outputTailBytes;
-  if (head + tail === 0) throw new TypeError(`workcell: ${T} options outputHeadBytes and outputTailBytes cannot both be 0`);
-  const deny = names(T, options.denyCommands, "denyCommands");
-  const allow = names(T, options.allowCommands, "allowCommands");
+  checkOptions(T, RUN_COMMAND_OPTIONS, options);
+  const ws = openWorkspace(root);
+  const timeoutMs = options.timeoutMs ?? RUN_COMMAND_DEFAULTS.timeoutMs;
+  const maxTimeoutMs = options.maxTimeoutMs ?? Math.max(RUN_COMMAND_DEFAULTS.maxTimeoutMs, timeoutMs);
+  if (timeoutMs > maxTimeoutMs) throw new TypeError(`workcell: ${T}: timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
+  const head = options.outputHeadBytes ?? RUN_COMMAND_DEFAULTS.outputHeadBytes;
+  const tail = options.outputTailBytes ?? RUN_COMMAND_DEFAULTS.outputTailBytes;
+  if (head + tail === 0) throw new TypeError(`workcell: ${T}: outputHeadBytes and outputTailBytes cannot both be 0`);
+  const deny = options.denyCommands === undefined ? undefined : [...options.denyCommands];
+  const allow = options.allowCommands === undefined ? undefined : [...options.allowCommands];
   const env = inheritedEnv(T, options.inheritEnv);
-  if (options.path !== undefined && (typeof options.path !== "string" || options.path.includes("\0"))) {
-    throw new TypeError(`workcell: ${T} option path must be a PATH string`);
-  }
   const path = options.path ?? process.env.PATH ?? DEFAULT_PATH;
   const scratchDir = scratchParent(T, options.scratchDir, ws.canonical);
   const reaper = options.reaper ?? "auto";
-  if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
   const sandbox = sandboxOptions(T, options);
 
   const nativeOptions = (): NativeRunCommandOptions => ({

@@ -1,14 +1,15 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join } from "node:path";
+import { join } from "node:path";
 import type { RunTestsOptions as NativeRunTestsOptions } from "../native/binding.js";
 import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
-import type { CommandPolicy } from "./policy.js";
-import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
+import { SANDBOX_OPTIONS, describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export type TestRunner = "vitest" | "node" | "go" | "cargo";
 
@@ -59,7 +60,7 @@ export interface RunTestsOutput {
  * caches, `rustupHome`, and `bin`, `registry`, `git` and the configuration of `cargoHome` (not
  * its credentials).
  */
-export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions {
+export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /** Names of host environment variables the tests may see (read at call time). */
   inheritEnv?: readonly string[];
   /** The runners' PATH (default: the host's PATH when the tool is created). */
@@ -86,6 +87,24 @@ export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions {
 export const RUN_TESTS_DEFAULTS = { timeoutMs: 120_000, maxTimeoutMs: 1_800_000 } as const;
 
 const MAX_MS = 2 ** 32 - 1;
+
+/** The options of createRunTestsTool (see ts/options.ts). */
+export const RUN_TESTS_OPTIONS = declareOptions("createRunTestsTool", {
+  ...COMMON_TOOL_OPTIONS,
+  ...POLICY_OPTIONS,
+  ...SANDBOX_OPTIONS,
+  inheritEnv: option.strings("host environment variables the tests may see"),
+  path: option.string("the runners' PATH"),
+  timeoutMs: option.integer(1, MAX_MS, "the deadline when the call names none, in milliseconds"),
+  maxTimeoutMs: option.integer(1, MAX_MS, "largest deadline a call may ask for, in milliseconds"),
+  nodePath: option.path("the Node.js that runs node --test and vitest"),
+  cargoHome: option.path("CARGO_HOME for cargo"),
+  rustupHome: option.path("RUSTUP_HOME for cargo"),
+  goCache: option.path("GOCACHE"),
+  goModCache: option.path("GOMODCACHE"),
+  scratchDir: option.string("where the per-call HOME and TMPDIR are created", true),
+  reaper: option.enum(["auto", "pidfd", "thread"], "how child exits are observed"),
+} as const satisfies OptionSpecOf<RunTestsToolOptions>);
 
 const parameters: JsonSchema = {
   type: "object",
@@ -125,55 +144,30 @@ function describe(timeoutMs: number, maxTimeoutMs: number, sandbox: string): str
   ].join(" ");
 }
 
-function integerOption(name: string, value: unknown, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new TypeError(`workcell: createRunTestsTool option ${name} must be an integer from ${min} to ${max}`);
-  }
-  return value;
-}
-
-function absoluteOption(name: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "string" || !isAbsolute(value) || value.includes("\0")) {
-    throw new TypeError(`workcell: createRunTestsTool option ${name} must be an absolute path`);
-  }
-  return value;
-}
-
 function existing(path: string): string | undefined {
   return existsSync(path) ? path : undefined;
 }
 
 /** Creates the `run_tests` tool for one workspace root. */
 export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): Tool<RunTestsInput, RunTestsOutput> {
-  const ws = openWorkspace(root);
   const T = "createRunTestsTool";
-  const timeoutMs = integerOption("timeoutMs", options.timeoutMs, 1, MAX_MS) ?? RUN_TESTS_DEFAULTS.timeoutMs;
-  const maxTimeoutMs = integerOption("maxTimeoutMs", options.maxTimeoutMs, 1, MAX_MS) ?? Math.max(RUN_TESTS_DEFAULTS.maxTimeoutMs, timeoutMs);
-  if (timeoutMs > maxTimeoutMs) throw new TypeError(`workcell: ${T} option timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
+  checkOptions(T, RUN_TESTS_OPTIONS, options);
+  const ws = openWorkspace(root);
+  const timeoutMs = options.timeoutMs ?? RUN_TESTS_DEFAULTS.timeoutMs;
+  const maxTimeoutMs = options.maxTimeoutMs ?? Math.max(RUN_TESTS_DEFAULTS.maxTimeoutMs, timeoutMs);
+  if (timeoutMs > maxTimeoutMs) throw new TypeError(`workcell: ${T}: timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
   const env = inheritedEnv(T, options.inheritEnv);
-  if (options.path !== undefined && (typeof options.path !== "string" || options.path.includes("\0"))) {
-    throw new TypeError(`workcell: ${T} option path must be a PATH string`);
-  }
   const path = options.path ?? process.env.PATH ?? DEFAULT_PATH;
-  const nodePath = absoluteOption("nodePath", options.nodePath) ?? process.execPath;
-  const cargoHome = absoluteOption("cargoHome", options.cargoHome) ?? existing(process.env.CARGO_HOME ?? join(homedir(), ".cargo"));
-  const rustupHome = absoluteOption("rustupHome", options.rustupHome) ?? existing(process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"));
-  const goCache = absoluteOption("goCache", options.goCache);
-  const goModCache = absoluteOption("goModCache", options.goModCache);
+  const nodePath = options.nodePath ?? process.execPath;
+  const cargoHome = options.cargoHome ?? existing(process.env.CARGO_HOME ?? join(homedir(), ".cargo"));
+  const rustupHome = options.rustupHome ?? existing(process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"));
+  const goCache = options.goCache;
+  const goModCache = options.goModCache;
   const scratchDir = scratchParent(T, options.scratchDir, ws.canonical);
   const sandbox = sandboxOptions(T, options);
   const reaper = options.reaper ?? "auto";
-  if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError('workcell: reaper must be "auto", "pidfd" or "thread"');
-
-  const list = (value: unknown, what: string): string[] | undefined => {
-    if (value === undefined) return undefined;
-    if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw new TypeError(`workcell: ${T} option ${what} must be an array of strings`);
-    return [...(value as string[])];
-  };
-  const denyCommands = list(options.denyCommands, "denyCommands");
-  const allowCommands = list(options.allowCommands, "allowCommands");
+  const denyCommands = options.denyCommands === undefined ? undefined : [...options.denyCommands];
+  const allowCommands = options.allowCommands === undefined ? undefined : [...options.allowCommands];
   const nativeOptions = (): NativeRunTestsOptions => ({
     denyCommands,
     allowCommands,

@@ -3,6 +3,7 @@
 // (crates/workcell-core/src/sandbox/); this file only checks shapes and canonicalizes paths at
 // creation.
 import { binding } from "./native.js";
+import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
 import type { NodePermissionSupport, SandboxFeatureLimit } from "../native/binding.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
@@ -70,6 +71,26 @@ export function sandboxSupport(): SandboxSupport {
   };
 }
 
+/** The spec entries of {@link SandboxToolOptions} (see ts/options.ts). */
+export const SANDBOX_OPTIONS = {
+  sandbox: option.enum(["auto", "required", "off"], "the sandbox mode"),
+  network: option.boolean("let the processes use the network"),
+  readPaths: option.paths("absolute paths the processes may also read"),
+  writePaths: option.paths("absolute paths the processes may also read and write"),
+  sandboxFeatures: option.object(
+    {
+      landlockAbi: option.oneOf(
+        [{ type: "integer", min: 0, max: 2 ** 32 - 1 }, { type: "null" }] satisfies OptionKind[],
+        "the Landlock ABI to use at most (null: none)",
+      ),
+      pidNamespace: option.boolean("whether a PID namespace may be used"),
+      userNamespace: option.boolean("whether a user namespace may be used"),
+      procMount: option.boolean("whether a private /proc may be mounted"),
+    } satisfies OptionSpecOf<SandboxFeatureOverride>,
+    "simulate a system with fewer sandbox features",
+  ),
+} as const satisfies OptionSpecOf<SandboxToolOptions>;
+
 export interface NativeSandboxOptions {
   sandbox: SandboxMode;
   network: boolean;
@@ -78,11 +99,8 @@ export interface NativeSandboxOptions {
   sandboxLimit?: SandboxFeatureLimit;
 }
 
-function grantPaths(factory: string, name: string, value: unknown): string[] {
+function grantPaths(value: readonly string[] | undefined): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || !value.every((p) => typeof p === "string")) {
-    throw new TypeError(`workcell: ${factory} option ${name} must be an array of absolute paths`);
-  }
   return value.map((p: string) => {
     try {
       return binding.sandboxGrantPath(p);
@@ -94,31 +112,20 @@ function grantPaths(factory: string, name: string, value: unknown): string[] {
 
 /** Checks the sandbox options at creation; returns them in the native shape. */
 export function sandboxOptions(factory: string, options: SandboxToolOptions): NativeSandboxOptions {
-  const sandbox = options.sandbox ?? "auto";
-  if (!["auto", "required", "off"].includes(sandbox)) {
-    throw new TypeError(`workcell: ${factory} option sandbox must be "auto", "required" or "off"`);
-  }
-  if (options.network !== undefined && typeof options.network !== "boolean") {
-    throw new TypeError(`workcell: ${factory} option network must be a boolean`);
-  }
+  // The factory checked its whole spec; this repeats the sandbox part for callers that did not.
+  const own: Record<string, unknown> = {};
+  for (const k of Object.keys(SANDBOX_OPTIONS)) own[k] = (options as Record<string, unknown>)[k];
+  checkOptions(factory, SANDBOX_OPTIONS, own);
   const result: NativeSandboxOptions = {
-    sandbox,
+    sandbox: options.sandbox ?? "auto",
     network: options.network ?? false,
-    readPaths: grantPaths(factory, "readPaths", options.readPaths),
-    writePaths: grantPaths(factory, "writePaths", options.writePaths),
+    // Each path is checked and resolved in Rust (it must exist and be absolute).
+    readPaths: grantPaths(options.readPaths),
+    writePaths: grantPaths(options.writePaths),
   };
   const f = options.sandboxFeatures;
   if (f !== undefined) {
-    if (typeof f !== "object" || f === null) throw new TypeError(`workcell: ${factory} option sandboxFeatures must be an object`);
     const abi = f.landlockAbi;
-    if (abi !== undefined && abi !== null && !(Number.isSafeInteger(abi) && abi >= 0 && abi < 2 ** 32)) {
-      throw new TypeError(`workcell: ${factory} option sandboxFeatures.landlockAbi must be a non-negative integer or null`);
-    }
-    for (const k of ["pidNamespace", "userNamespace", "procMount"] as const) {
-      if (f[k] !== undefined && typeof f[k] !== "boolean") {
-        throw new TypeError(`workcell: ${factory} option sandboxFeatures.${k} must be a boolean`);
-      }
-    }
     result.sandboxLimit = {
       landlockAbi: abi === null ? 0 : abi,
       pidNamespace: f.pidNamespace,

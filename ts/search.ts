@@ -3,6 +3,7 @@ import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface SearchInput {
   /** A regular expression (Rust regex syntax), or plain text with `literal: true`. */
@@ -31,10 +32,16 @@ export interface SearchOutput {
   note?: string;
 }
 
-export interface SearchToolOptions {
+export interface SearchToolOptions extends CommonToolOptions {
   /** Leave out files that .gitignore ignores (and `.git`). Default true. */
   gitignore?: boolean;
 }
+
+/** The options of createSearchTool (see ts/options.ts). */
+export const SEARCH_OPTIONS = declareOptions("createSearchTool", {
+  ...COMMON_TOOL_OPTIONS,
+  gitignore: option.boolean("leave out what .gitignore ignores (default true)"),
+} as const satisfies OptionSpecOf<SearchToolOptions>);
 
 const parameters: JsonSchema = {
   type: "object",
@@ -68,6 +75,7 @@ const description = [
 
 /** Creates the `search_files` tool for one workspace root. */
 export function createSearchTool(root: string, options: SearchToolOptions = {}): Tool<SearchInput, SearchOutput> {
+  checkOptions("createSearchTool", SEARCH_OPTIONS, options);
   const ws = openWorkspace(root);
   const gitignore = options.gitignore ?? true;
   return {

@@ -2,7 +2,8 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 
 export interface WriteInput {
   path: string;
@@ -24,18 +25,20 @@ export interface WriteOutput {
 export const DEFAULT_MAX_WRITE_BYTES: number = binding.MAX_WRITE_BYTES;
 const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
-export interface WriteToolOptions extends WriteGuardOptions {
+export interface WriteToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest content accepted, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;
 }
 
-function limitOf(options: WriteToolOptions): number {
-  const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
-  if (!Number.isSafeInteger(limit) || limit < 0 || limit > CEILING_MAX_WRITE_BYTES) {
-    throw new TypeError(`workcell: maxContentBytes must be an integer from 0 to ${CEILING_MAX_WRITE_BYTES}`);
-  }
-  return limit;
-}
+/** The `maxContentBytes` entry of the writing tools' specs (the range is the core's). */
+export const MAX_CONTENT_BYTES_OPTION = option.integer(0, CEILING_MAX_WRITE_BYTES, "largest content, in UTF-8 bytes");
+
+/** The options of createWriteTool (see ts/options.ts). */
+export const WRITE_OPTIONS = declareOptions("createWriteTool", {
+  ...COMMON_TOOL_OPTIONS,
+  ...GUARD_OPTIONS,
+  maxContentBytes: MAX_CONTENT_BYTES_OPTION,
+} as const satisfies OptionSpecOf<WriteToolOptions>);
 
 const parameters: JsonSchema = {
   type: "object",
@@ -64,7 +67,8 @@ function describe(limit: number): string {
 
 /** Creates the `write_file` tool for one workspace root. */
 export function createWriteTool(root: string, options: WriteToolOptions = {}): Tool<WriteInput, WriteOutput> {
-  const limit = limitOf(options);
+  checkOptions("createWriteTool", WRITE_OPTIONS, options);
+  const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
   return {

@@ -2,6 +2,7 @@
 // Needs the optional peer dependency `ai` (6 or 7); the main entry never loads it.
 import { jsonSchema, tool, type JSONSchema7, type Tool as AITool } from "ai";
 import { ToolCallError, runToolCall, toRegistry, type ToolsInput } from "./common.js";
+import { checkOptions, option, type OptionSpecOf } from "../options.js";
 
 export { ToolCallError };
 export type { ToolsInput };
@@ -23,6 +24,11 @@ export interface AISDKToolsOptions {
   errors?: "throw" | "result";
 }
 
+/** The options of `toAISDKTools` (see ts/options.ts). */
+export const AI_SDK_TOOLS_OPTIONS = {
+  errors: option.enum(["throw", "result"], "how a recoverable failure reaches the SDK"),
+} as const satisfies OptionSpecOf<AISDKToolsOptions>;
+
 /**
  * Converts tools (or a registry) into the record `generateText({ tools })` takes, keyed by tool
  * name. Each tool keeps its description and JSON Schema; `execute` validates the input with
@@ -30,6 +36,7 @@ export interface AISDKToolsOptions {
  * object.
  */
 export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {}): Record<string, AITool<unknown, unknown>> {
+  checkOptions("toAISDKTools", AI_SDK_TOOLS_OPTIONS, options);
   const registry = toRegistry(tools);
   const errors = options.errors ?? "throw";
   const out: Record<string, AITool<unknown, unknown>> = {};

@@ -19,6 +19,7 @@ import {
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
+import { checkOptions, option, type OptionSpecOf } from "../options.js";
 
 export type { ToolsInput };
 
@@ -55,6 +56,29 @@ export interface McpServerOptions {
   annotations?: Record<string, ToolAnnotations>;
 }
 
+/** The options of `createMcpServer` (see ts/options.ts). */
+export const MCP_SERVER_OPTIONS = {
+  instructions: option.string("instructions for the client"),
+  annotations: option.record(
+    {
+      type: "object",
+      spec: {
+        title: option.string("a title"),
+        readOnlyHint: option.boolean("the tool changes nothing"),
+        destructiveHint: option.boolean("the tool may destroy data"),
+        idempotentHint: option.boolean("repeating a call changes nothing more"),
+        openWorldHint: option.boolean("the tool reaches outside the workspace"),
+      } satisfies OptionSpecOf<ToolAnnotations>,
+    },
+    "annotations by tool name",
+  ),
+} as const satisfies OptionSpecOf<McpServerOptions>;
+
+/** The options of `McpStdioTransport` (see ts/options.ts). */
+export const MCP_STDIO_OPTIONS = {
+  maxLineBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the longest line read"),
+} as const;
+
 function packageVersion(): string {
   try {
     const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: string };
@@ -80,6 +104,7 @@ export function createMcpServer(
   info: Implementation = { name: "workcell", version: packageVersion() },
   options: McpServerOptions = {},
 ): Server {
+  checkOptions("createMcpServer", MCP_SERVER_OPTIONS, options);
   const registry = toRegistry(tools);
   const own = (record: Readonly<Record<string, ToolAnnotations>> | undefined, name: string) =>
     record && Object.prototype.hasOwnProperty.call(record, name) ? record[name] : undefined;
@@ -178,8 +203,8 @@ export class McpStdioTransport implements Transport {
     output: NodeJS.WritableStream = process.stdout,
     options: { maxLineBytes?: number } = {},
   ) {
+    checkOptions("McpStdioTransport", MCP_STDIO_OPTIONS, options);
     const max = options.maxLineBytes ?? MAX_MCP_LINE_BYTES;
-    if (!Number.isSafeInteger(max) || max < 1) throw new TypeError("workcell: maxLineBytes must be a positive integer");
     this.input = input;
     this.output = output;
     this.maxLineBytes = max;

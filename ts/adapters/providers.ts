@@ -4,6 +4,7 @@
 import type { ToolCall, ToolResult } from "../registry.js";
 import type { JsonSchema } from "../schema.js";
 import { toRegistry, type ToolsInput } from "./common.js";
+import { checkOptions, option, type OptionSpecOf } from "../options.js";
 
 /** Options of the OpenAI formats. */
 export interface OpenAIToolsOptions {
@@ -16,6 +17,11 @@ export interface OpenAIToolsOptions {
    */
   strict?: boolean;
 }
+
+/** The options of the OpenAI formats' functions (see ts/options.ts). */
+export const OPENAI_TOOLS_OPTIONS = {
+  strict: option.boolean("OpenAI's strict mode"),
+} as const satisfies OptionSpecOf<OpenAIToolsOptions>;
 
 /** A function tool of OpenAI's Chat Completions API. */
 export interface OpenAIChatTool {
@@ -45,6 +51,7 @@ export interface AnthropicTool {
 
 /** `tools` for `chat.completions.create`. */
 export function toOpenAITools(tools: ToolsInput, options: OpenAIToolsOptions = {}): OpenAIChatTool[] {
+  checkOptions("toOpenAITools", OPENAI_TOOLS_OPTIONS, options);
   return toRegistry(tools)
     .definitions()
     .map((d) => ({
@@ -57,6 +64,7 @@ export function toOpenAITools(tools: ToolsInput, options: OpenAIToolsOptions = {
 
 /** `tools` for `responses.create` (the Responses API, which is strict unless told otherwise). */
 export function toOpenAIResponsesTools(tools: ToolsInput, options: OpenAIToolsOptions = {}): OpenAIResponsesTool[] {
+  checkOptions("toOpenAIResponsesTools", OPENAI_TOOLS_OPTIONS, options);
   return toRegistry(tools)
     .definitions()
     .map((d) => ({
@@ -102,6 +110,7 @@ export interface AnthropicToolUse {
 
 /** Chat Completions `tool_calls[i]` -> ToolCall (`arguments` stays JSON text; the registry parses it). */
 export function fromOpenAIToolCall(call: OpenAIChatToolCall, options: OpenAIToolsOptions = {}): ToolCall {
+  checkOptions("fromOpenAIToolCall", OPENAI_TOOLS_OPTIONS, options);
   return {
     type: "toolCall",
     id: call.id,
@@ -112,6 +121,7 @@ export function fromOpenAIToolCall(call: OpenAIChatToolCall, options: OpenAITool
 
 /** Responses API `function_call` item -> ToolCall. */
 export function fromOpenAIResponsesToolCall(item: OpenAIResponsesFunctionCall, options: OpenAIToolsOptions = {}): ToolCall {
+  checkOptions("fromOpenAIResponsesToolCall", OPENAI_TOOLS_OPTIONS, options);
   return {
     type: "toolCall",
     id: item.call_id,
