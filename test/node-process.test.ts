@@ -369,7 +369,7 @@ describe("node_process: registry", () => {
 
   test("createCodingTools includes node_process with a JSON Schema", async () => {
     const { root } = await tempWorkspace();
-    const registry = new ToolRegistry(createCodingTools(root, { nodeProcess: { timeoutMs: 10_000 } }));
+    const registry = new ToolRegistry(createCodingTools(root, { nodeProcess: { timeoutMs: 10_000 }, descriptions: "full" }));
     const def = registry.definitions().find((d) => d.name === "node_process")!;
     expect(def.parameters).toMatchObject({ type: "object", required: ["source"], additionalProperties: false });
     expect(def.description).toMatch(/32,768/);

@@ -158,7 +158,7 @@ describe("run_command: policy and arguments", () => {
     expect(invalid(() => allowOnly.validate({ argv: ["touch", "made"] })).message).toBe("COMMAND_REFUSED");
     expect(allowOnly.description).toContain("Only these programs may run: echo, ls");
     expect((await run(allowOnly, { argv: ["sh", "-c", "echo hi && ls >/dev/null && echo ok"] })).output).toBe("hi\nok\n");
-    const denyTouch = createRunCommandTool(root, { scratchDir, denyCommands: ["touch"] });
+    const denyTouch = createRunCommandTool(root, { scratchDir, denyCommands: ["touch"], descriptions: "full" });
     expect(invalid(() => denyTouch.validate({ argv: ["sh", "-c", "touch made"] })).details).toMatchObject({ reason: "deny_listed" });
     expect(denyTouch.description).toContain("These programs are refused: touch.");
   });

@@ -320,7 +320,7 @@ describe("write_file", () => {
 
   test("executeToolCall serializes the output; createCodingTools includes write_file", async () => {
     const { root } = await tempWorkspace();
-    const registry = new ToolRegistry(createCodingTools(root));
+    const registry = new ToolRegistry(createCodingTools(root, { descriptions: "full" }));
     const def = registry.definitions().find((d) => d.name === "write_file")!;
     expect(def.parameters).toMatchObject({ type: "object", additionalProperties: false, required: ["path", "content"] });
     expect(def.description).toMatch(/65,536/);

@@ -1,5 +1,5 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -76,6 +76,25 @@ const DESCRIPTION = [
   "Paths are workspace-relative. Give 3 context lines per change. Returns { files, diff, note? }.",
 ].join("\n");
 
+const compactParameters = withDescriptions(parameters, {
+  expectedHashes: "Optional: { path: read_file's hash }; fails if a file changed since.",
+});
+
+const COMPACT_DESCRIPTION = [
+  "Change several files at once, all or nothing, with a patch:",
+  "*** Begin Patch",
+  "*** Add File: path (then +lines)",
+  "*** Delete File: path",
+  "*** Update File: path",
+  "*** Move to: path (optional)",
+  "@@ line above the change (optional)",
+  " context",
+  "-old",
+  "+new",
+  "*** End Patch",
+  "Paths are workspace-relative; give 3 context lines.",
+].join("\n");
+
 /** Creates the `apply_patch` tool for one workspace root. */
 export function createApplyPatchTool(
   root: string,
@@ -90,8 +109,8 @@ export function createApplyPatchTool(
   return {
     name: "apply_patch",
     effect: "write",
-    description: DESCRIPTION,
-    parameters,
+    description: options.descriptions === "full" ? DESCRIPTION : COMPACT_DESCRIPTION,
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): ApplyPatchInput {
       checkSchema(parameters, input);
       const { patch, expectedHashes } = input as ApplyPatchInput;

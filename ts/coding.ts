@@ -19,7 +19,7 @@ import {
   type FileOpsToolOptions,
 } from "./file-ops.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
-import { SANDBOX_OPTIONS } from "./sandbox.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions extends CommonToolOptions {
@@ -108,6 +108,10 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
   const base = defined({ descriptions: options.descriptions });
   const processes = { ...base, ...defined(options.processes) };
   const guard = { ...base, ...defined(options.guard) };
+  // run_command's description says what the sandbox does; node_process's and run_tests's
+  // refer to it when theirs would say the same.
+  const runCommand = { ...processes, ...options.runCommand };
+  const said: SandboxSaid = { tool: "run_command", sandbox: runCommand.sandbox ?? "auto", network: runCommand.network ?? false };
   return [
     createReadTool(root, { ...base, ...options.read }),
     createListTool(root, { ...base, ...options.list }),
@@ -118,8 +122,8 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createMoveFileTool(root, { ...guard, ...options.moveFile }),
     createDeleteFileTool(root, { ...guard, ...options.deleteFile }),
     createMakeDirectoryTool(root, { ...guard, ...options.makeDirectory }),
-    createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
-    createRunCommandTool(root, { ...processes, ...options.runCommand }),
-    createRunTestsTool(root, { ...processes, ...options.runTests }),
+    createNodeProcessTool(root, { ...processes, ...options.nodeProcess, [SANDBOX_SAID_BY]: said } as NodeProcessToolOptions),
+    createRunCommandTool(root, runCommand),
+    createRunTestsTool(root, { ...processes, ...options.runTests, [SANDBOX_SAID_BY]: said } as RunTestsToolOptions),
   ];
 }

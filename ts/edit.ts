@@ -1,9 +1,9 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
-import { pathProperty } from "./paths.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { COMPACT_PATH, pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
-import { GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 
 export interface EditInput {
@@ -68,6 +68,16 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactParameters = withDescriptions(parameters, {
+  path: COMPACT_PATH,
+  edits: "Replacements, applied together.",
+  "edits.oldText": "Exact text of the file, whitespace included, occurring once.",
+  "edits.newText": "Its replacement (may be empty).",
+  expectedHash: COMPACT_EXPECTED_HASH,
+});
+
+const compactDescription = "Edit a text file by exact replacement of oldText with newText. Returns a diff.";
+
 function describe(limit: number): string {
   return [
     "Edit a UTF-8 text file in the workspace by exact text replacement: each edit replaces oldText with newText.",
@@ -88,8 +98,8 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
   return {
     name: "edit_file",
     effect: "write",
-    description: describe(limit),
-    parameters,
+    description: options.descriptions === "full" ? describe(limit) : compactDescription,
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): EditInput {
       checkSchema(parameters, input);
       const { path, edits, expectedHash } = input as EditInput;

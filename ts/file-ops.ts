@@ -1,5 +1,5 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -58,6 +58,8 @@ const moveParameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactMove = withDescriptions(moveParameters, { from: "The path to move, such as src/old.ts.", to: "Its new path.", overwrite: "Replace what is at to." });
+
 /** Creates the `move_file` tool for one workspace root. */
 export function createMoveFileTool(root: string, options: FileOpsToolOptions = {}): WriteTool<MoveFileInput, MoveFileOutput> {
   checkOptions("createMoveFileTool", MOVE_FILE_OPTIONS, options);
@@ -67,8 +69,10 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
     name: "move_file",
     effect: "write",
     description:
-      "Move or rename a file, symlink or directory inside the workspace (a rename, never a copy). Fails with FILE_EXISTS if to exists, unless overwrite is true. Returns { from, to, replaced }.",
-    parameters: moveParameters,
+      options.descriptions === "full"
+        ? "Move or rename a file, symlink or directory inside the workspace (a rename, never a copy). Fails with FILE_EXISTS if to exists, unless overwrite is true. Returns { from, to, replaced }."
+        : "Move or rename a file, symlink or directory in the workspace.",
+    parameters: options.descriptions === "full" ? moveParameters : compactMove,
     validate(input: unknown): MoveFileInput {
       checkSchema(moveParameters, input);
       const { from, to, overwrite } = input as MoveFileInput;
@@ -93,6 +97,8 @@ const deleteParameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactDelete = withDescriptions(deleteParameters, { path: "Relative to the workspace root." });
+
 /** Creates the `delete_file` tool for one workspace root. */
 export function createDeleteFileTool(root: string, options: FileOpsToolOptions = {}): WriteTool<DeleteFileInput, DeleteFileOutput> {
   checkOptions("createDeleteFileTool", DELETE_FILE_OPTIONS, options);
@@ -102,8 +108,10 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
     name: "delete_file",
     effect: "write",
     description:
-      "Delete a file or symlink (the link itself, never its target), or an empty directory. Returns { path, kind }.",
-    parameters: deleteParameters,
+      options.descriptions === "full"
+        ? "Delete a file or symlink (the link itself, never its target), or an empty directory. Returns { path, kind }."
+        : "Delete a file, a symlink (not its target) or an empty directory.",
+    parameters: options.descriptions === "full" ? deleteParameters : compactDelete,
     validate(input: unknown): DeleteFileInput {
       checkSchema(deleteParameters, input);
       const { path } = input as DeleteFileInput;
@@ -128,6 +136,8 @@ const mkdirParameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactMkdir = withDescriptions(mkdirParameters, { path: "Relative to the workspace root." });
+
 /** Creates the `make_directory` tool for one workspace root. */
 export function createMakeDirectoryTool(
   root: string,
@@ -139,8 +149,11 @@ export function createMakeDirectoryTool(
   return {
     name: "make_directory",
     effect: "write",
-    description: "Create a directory and its missing parents. Returns { path, created } (false if it already existed).",
-    parameters: mkdirParameters,
+    description:
+      options.descriptions === "full"
+        ? "Create a directory and its missing parents. Returns { path, created } (false if it already existed)."
+        : "Create a directory and its missing parents.",
+    parameters: options.descriptions === "full" ? mkdirParameters : compactMkdir,
     validate(input: unknown): MakeDirectoryInput {
       checkSchema(mkdirParameters, input);
       const { path } = input as MakeDirectoryInput;

@@ -44,6 +44,9 @@ export function makeWriteGuard(options: WriteGuardOptions): InstanceType<typeof 
   }
 }
 
+/** The compact description of `expectedHash`. */
+export const COMPACT_EXPECTED_HASH = 'Optional: read_file\'s hash; the call fails if the file changed since ("absent": must not exist).';
+
 /** The JSON Schema of the optional `expectedHash` property. */
 export const expectedHashProperty = {
   type: "string",

@@ -1,5 +1,5 @@
 import { callCore, openWorkspace } from "./native.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
@@ -75,6 +75,15 @@ const description = [
   "Returns { path, entries, truncated, notShown, note? }.",
 ].join(" ");
 
+const compactParameters = withDescriptions(parameters, {
+  path: "The directory, relative to the workspace root (default: the root).",
+  depth: "Levels shown (default 2).",
+  limit: "Most entries (default 500).",
+  gitignore: "false: show what .gitignore ignores too.",
+});
+
+const compactDescription = "List the files beneath a directory as workspace-relative paths, directories ending in /; note says what was left out.";
+
 /** Creates the `list_files` tool for one workspace root. */
 export function createListTool(root: string, options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
   checkOptions("createListTool", LIST_OPTIONS, options);
@@ -82,8 +91,8 @@ export function createListTool(root: string, options: ListToolOptions = {}): Too
   return {
     name: "list_files",
     effect: "read",
-    description,
-    parameters,
+    description: options.descriptions === "full" ? description : compactDescription,
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): ListInput {
       checkSchema(parameters, input);
       const { path, depth, limit, gitignore } = input as ListInput;

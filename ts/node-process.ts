@@ -1,7 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
-import { SANDBOX_OPTIONS, describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -88,6 +88,15 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactParameters = withDescriptions(parameters, {
+  source: "CommonJS source (require; no top-level await).",
+  arguments: "What the script gets as process.argv.slice(1).",
+});
+
+function describeCompact(timeoutMs: number, sandbox: string): string {
+  return `Run a short JavaScript program with Node.js in the workspace root; returns exitCode, stdout, stderr. It must end within ${timeoutMs} ms. ${sandbox}`;
+}
+
 function describe(timeoutMs: number, maxStdout: number, maxStderr: number, sandbox: string): string {
   return [
     "Run a short JavaScript program with the host's own Node.js and return its exit code and output.",
@@ -161,8 +170,11 @@ export function createNodeProcessTool(
   return {
     name: "node_process",
     effect: "process",
-    description: describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox)),
-    parameters,
+    description:
+      options.descriptions === "full"
+        ? describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
+        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): NodeProcessInput {
       checkSchema(parameters, input);
       const { source, arguments: args = [] } = input as NodeProcessInput;

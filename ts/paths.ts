@@ -17,3 +17,6 @@ export function validatePath(path: string, _where = "path"): string {
     throw fromThrown(err);
   }
 }
+
+/** The compact description of a path parameter. */
+export const COMPACT_PATH = "Relative to the workspace root, such as src/index.ts.";

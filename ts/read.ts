@@ -1,6 +1,6 @@
 import { callCore, openWorkspace } from "./native.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
-import { pathProperty, validatePath } from "./paths.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { COMPACT_PATH, pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -73,6 +73,15 @@ const description = [
   "A larger file (up to 64 MiB) is read in windows of whole lines: pass offset (first line, from 1) and/or limit (lines); the result adds { fileBytes, offset, lines, nextOffset?, totalLines? } (hash is the whole file's), holds at most 65,536 bytes, and nextOffset is where to continue (absent at the end of the file).",
 ].join(" ");
 
+const compactParameters = withDescriptions(parameters, {
+  path: COMPACT_PATH,
+  offset: "A window's first line, from 1.",
+  limit: "Most lines in the window.",
+});
+
+const compactDescription =
+  "Read a UTF-8 text file. Over 64 KiB, read windows of lines with offset/limit and go on from nextOffset. Its hash is the expectedHash for writing it.";
+
 /** Creates the `read_file` tool for one workspace root. */
 export function createReadTool(root: string, options: ReadToolOptions = {}): Tool<ReadInput, ReadOutput> {
   checkOptions("createReadTool", READ_OPTIONS, options);
@@ -80,8 +89,8 @@ export function createReadTool(root: string, options: ReadToolOptions = {}): Too
   return {
     name: "read_file",
     effect: "read",
-    description,
-    parameters,
+    description: options.descriptions === "full" ? description : compactDescription,
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): ReadInput {
       checkSchema(parameters, input);
       const { path, offset, limit } = input as ReadInput;

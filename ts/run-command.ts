@@ -5,8 +5,8 @@ import type { RunCommandOptions as NativeRunCommandOptions } from "../native/bin
 import { ToolError } from "./errors.js";
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
+import { SANDBOX_OPTIONS, describeSandbox, describeSandboxCompact, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -172,6 +172,17 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactParameters = withDescriptions(parameters, {
+  argv: 'The program (a bare name) and its arguments, such as ["npm", "test"]; ["sh", "-c", script] for pipes.',
+  cwd: "Working directory in the workspace (default: the root).",
+  timeoutMs: "Timeout in ms.",
+});
+
+function describeCompact(timeoutMs: number, allow: string[] | undefined, sandbox: string): string {
+  const only = allow ? ` Only these programs may run: ${allow.slice(0, 40).join(", ")}${allow.length > 40 ? "…" : ""}.` : "";
+  return `Run a program in the workspace, no shell unless sh -c; returns exitCode and output (stdout and stderr, cut in the middle when long). It must end within ${timeoutMs} ms unless timeoutMs says.${only} ${sandbox}`;
+}
+
 function describe(
   timeoutMs: number,
   maxTimeoutMs: number,
@@ -245,8 +256,11 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
   return {
     name: "run_command",
     effect: "process",
-    description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox)),
-    parameters,
+    description:
+      options.descriptions === "full"
+        ? describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox))
+        : describeCompact(timeoutMs, allow, describeSandboxCompact(sandbox)),
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): RunCommandInput {
       checkSchema(parameters, input);
       const { argv, cwd, timeoutMs: t } = input as RunCommandInput;

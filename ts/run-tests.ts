@@ -6,8 +6,8 @@ import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -131,6 +131,16 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactParameters = withDescriptions(parameters, {
+  runner: "vitest, node (node --test), go or cargo.",
+  args: 'Files, packages, test name filters, such as ["src/a.test.ts", "-t", "adds"] or ["./...", "-run", "TestX"].',
+  timeoutMs: "Deadline in ms.",
+});
+
+function describeCompact(timeoutMs: number, sandbox: string): string {
+  return `Run the workspace's tests; returns status, counts, and each failure's name and message (passing output left out). Ends within ${timeoutMs} ms unless timeoutMs says. ${sandbox}`;
+}
+
 function describe(timeoutMs: number, maxTimeoutMs: number, sandbox: string): string {
   return [
     "Run the workspace's tests and get a short report: counts, build errors, each failing test's name and message, one result line per package or file.",
@@ -196,8 +206,11 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
   return {
     name: "run_tests",
     effect: "process",
-    description: describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox)),
-    parameters,
+    description:
+      options.descriptions === "full"
+        ? describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox))
+        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): RunTestsInput {
       checkSchema(parameters, input);
       const { runner, args = [], timeoutMs: t } = input as RunTestsInput;

@@ -172,6 +172,27 @@ export function toSandboxReport(r: {
   };
 }
 
+/**
+ * Set by createCodingTools on node_process's and run_tests's options when run_command's compact
+ * description already says what the sandbox does: theirs then refer to it (said once, not three
+ * times). A symbol, so it is no option key a host can pass.
+ */
+export const SANDBOX_SAID_BY: unique symbol = Symbol("workcell.sandboxSaidBy");
+
+/** The tool whose description says the sandbox sentence, with the settings that sentence names. */
+export interface SandboxSaid {
+  tool: string;
+  sandbox: SandboxMode;
+  network: boolean;
+}
+
+/** The compact sandbox sentence; `said`: a tool whose description already says the same one. */
+export function describeSandboxCompact(options: NativeSandboxOptions, said?: SandboxSaid): string {
+  if (options.sandbox === "off") return "It runs without a sandbox, as the user.";
+  if (said !== undefined && said.sandbox === options.sandbox && said.network === options.network) return `Sandboxed as ${said.tool}.`;
+  return `Sandboxed: files outside the workspace are off-limits (system files readable), the network is ${options.network ? "allowed" : "blocked"}, nothing outlives the call.`;
+}
+
 /** One sentence for a tool's description: what the sandbox does to the model's processes. */
 export function describeSandbox(options: NativeSandboxOptions): string {
   if (options.sandbox === "off") return "It runs without a sandbox, as the user.";

@@ -100,3 +100,25 @@ export function checkSchema(schema: JsonSchema, value: unknown, where = "argumen
     shape(where, `must be one of ${schema.enum.map((v) => JSON.stringify(v)).join(", ")}`);
   }
 }
+
+/**
+ * A copy of `schema` whose property descriptions are replaced by `descriptions` (keys are
+ * property names; `edits.oldText` names a property of an array's item objects). The structure
+ * (and so what `checkSchema` accepts) is unchanged: compact and full definitions validate alike.
+ */
+export function withDescriptions(schema: JsonSchema, descriptions: Readonly<Record<string, string>>, prefix = ""): JsonSchema {
+  const out: JsonSchema = { ...schema };
+  if (schema.properties) {
+    const props: Record<string, JsonSchema> = {};
+    for (const [name, sub] of Object.entries(schema.properties)) {
+      let copy: JsonSchema = { ...sub };
+      const text = descriptions[prefix + name];
+      if (text !== undefined) copy.description = text;
+      if (sub.items?.properties) copy = { ...copy, items: withDescriptions(sub.items, descriptions, `${prefix}${name}.`) };
+      else if (sub.properties) copy = withDescriptions(copy, descriptions, `${prefix}${name}.`);
+      props[name] = copy;
+    }
+    out.properties = props;
+  }
+  return out;
+}

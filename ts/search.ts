@@ -1,5 +1,5 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -73,6 +73,18 @@ const description = [
   "Returns { matches, truncated, filesSearched, note? }.",
 ].join(" ");
 
+const compactParameters = withDescriptions(parameters, {
+  pattern: "A regular expression (Rust syntax), or text with literal: true.",
+  path: "A directory or file (default: everything).",
+  glob: "Only paths matching it, such as *.ts or !*.min.js.",
+  ignoreCase: "Case-insensitive.",
+  literal: "pattern is plain text.",
+  limit: "Most matches (default 100).",
+});
+
+const compactDescription =
+  "Search file contents line by line (ripgrep's engine); returns `path:line: text` matches. Ignored and binary files are skipped; note says when results were cut.";
+
 /** Creates the `search_files` tool for one workspace root. */
 export function createSearchTool(root: string, options: SearchToolOptions = {}): Tool<SearchInput, SearchOutput> {
   checkOptions("createSearchTool", SEARCH_OPTIONS, options);
@@ -81,8 +93,8 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
   return {
     name: "search_files",
     effect: "read",
-    description,
-    parameters,
+    description: options.descriptions === "full" ? description : compactDescription,
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): SearchInput {
       checkSchema(parameters, input);
       const { pattern, path, glob, ignoreCase, literal, limit } = input as SearchInput;

@@ -1,9 +1,9 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
-import { pathProperty } from "./paths.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { COMPACT_PATH, pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
-import { GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 
 export interface WriteInput {
   path: string;
@@ -53,6 +53,16 @@ const parameters: JsonSchema = {
   additionalProperties: false,
 };
 
+const compactParameters = withDescriptions(parameters, {
+  path: COMPACT_PATH,
+  content: "The whole new content.",
+  expectedHash: COMPACT_EXPECTED_HASH,
+});
+
+function describeCompact(limit: number): string {
+  return `Create or replace a text file with content of at most ${limit.toLocaleString("en-US")} UTF-8 bytes; missing directories are created.`;
+}
+
 function describe(limit: number): string {
   return [
     "Create or replace a UTF-8 text file in the workspace with the given content.",
@@ -74,8 +84,8 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
   return {
     name: "write_file",
     effect: "write",
-    description: describe(limit),
-    parameters,
+    description: options.descriptions === "full" ? describe(limit) : describeCompact(limit),
+    parameters: options.descriptions === "full" ? parameters : compactParameters,
     validate(input: unknown): WriteInput {
       checkSchema(parameters, input);
       const { path, content, expectedHash } = input as WriteInput;
