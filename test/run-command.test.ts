@@ -194,7 +194,7 @@ describe("run_command: policy and arguments", () => {
     const err = await rejection(run(tool, { argv: ["sleep", "30"], timeoutMs: 3_600_000 }));
     expect(performance.now() - started).toBeLessThan(2_000 + 1_000);
     expect(err).toMatchObject({ code: "COMMAND_TIMEOUT", details: { timeoutMs: 2_000, timedOut: true, note: expect.stringContaining("clamped") } });
-    expect(tool.description).toContain("2000 ms");
+    expect(createRunCommandTool(root, { scratchDir, timeoutMs: 1_000, maxTimeoutMs: 2_000, descriptions: "full" }).description).toContain("2000 ms");
   });
 
   test("createCodingTools includes run_command; processes.timeoutMs feeds it, its own option wins", async () => {
