@@ -35,8 +35,6 @@ impl<T: Serialize> ToNapiValue for Json<T> {
     }
 }
 
-type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<Json<Outcome<T>>> + Send>;
-
 /// Runs `f` on `lane`'s threads and resolves to its outcome; never rejects for a tool error
 /// (a panic in `f` is an internal `IO_ERROR`).
 pub fn on_pool<'env, T: Serialize + Send + 'static>(
@@ -44,12 +42,14 @@ pub fn on_pool<'env, T: Serialize + Send + 'static>(
     lane: Lane,
     f: impl FnOnce() -> workcell_core::Result<T> + Send + 'static,
 ) -> napi::Result<Object<'env>> {
-    let (deferred, promise) = env.create_deferred::<Json<Outcome<T>>, Resolver<T>>()?;
+    // Settled through the shared queue (crate::settle): one loop wake-up for every call that
+    // finished since the last, not a threadsafe function per call.
+    let (deferred, promise) = crate::settle::deferred::<Json<Outcome<T>>>(env)?;
     pool::spawn(lane, move || {
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
             Err(Error::new(Code::IoError, "the call stopped unexpectedly").with_hint("an internal error stopped the call; retry it"))
         });
-        deferred.resolve(Box::new(move |_env| Ok(Json(Outcome::from(out)))));
+        deferred.resolve(move |_env| Ok(Json(Outcome::from(out))));
     });
     Ok(promise)
 }

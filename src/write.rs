@@ -35,7 +35,6 @@ pub fn check_write_arguments(path: Utf16String, content: Utf16String, max_bytes:
     request(&path, &content, max_bytes).map(|r| r.path().as_str().to_string()).map_err(throw)
 }
 
-type Resolver = Box<dyn FnOnce(Env) -> napi::Result<WriteResult> + Send>;
 
 #[napi]
 impl NativeWorkspace {
@@ -59,9 +58,9 @@ impl NativeWorkspace {
         let checked =
             request(&path, &content, max_bytes).map(|r| r.with_expected_hash(expected_hash).with_guard(guard_of(guard)));
         drop((path, content));
-        let (deferred, promise) = env.create_deferred::<WriteResult, Resolver>()?;
+        let (deferred, promise) = crate::settle::deferred::<WriteResult>(env)?;
         let settle = move |out: workcell_core::Result<WriteOutput>| {
-            deferred.resolve(Box::new(move |_env| Ok(WriteResult::from(out))));
+            deferred.resolve(move |_env| Ok(WriteResult::from(out)));
         };
         match checked {
             Err(e) => settle(Err(e)),

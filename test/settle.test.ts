@@ -1,0 +1,76 @@
+// The promises of calls that finish on workcell's threads are settled through one shared queue
+// per JavaScript thread (src/settle.rs): each caller gets its own result however many finish
+// together, a pending call keeps the process alive and an idle addon does not, and a worker
+// thread that ends with calls in flight takes nothing else down.
+import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, test } from "vitest";
+import { createReadTool, createWriteTool } from "../dist/index.js";
+import { ctx, tempWorkspace } from "./helpers.js";
+
+const run = promisify(execFile);
+const dist = new URL("../dist/index.js", import.meta.url).href;
+
+describe("settling calls", () => {
+  test("settle_batch_gives_each_caller_its_own_result", async () => {
+    const { root } = await tempWorkspace();
+    for (let i = 0; i < 64; i++) await writeFile(join(root, `f${i}.txt`), `content ${i}\n`);
+    const read = createReadTool(root);
+    const write = createWriteTool(root);
+    const calls = Array.from({ length: 2000 }, (_, i) => {
+      const n = i % 80;
+      if (i % 7 === 0) return write.execute({ path: `out/w${i}.txt`, content: `w${i}` }, ctx()).then((r) => `write ${r.path} ${r.bytes}`);
+      return read.execute({ path: `f${n}.txt` }, ctx()).then(
+        (r) => r.content,
+        (e: { code?: string }) => `error ${e.code}`,
+      );
+    });
+    const results = await Promise.all(calls);
+    results.forEach((r, i) => {
+      const n = i % 80;
+      if (i % 7 === 0) expect(r).toBe(`write out/w${i}.txt ${`w${i}`.length}`);
+      else expect(r).toBe(n < 64 ? `content ${n}\n` : "error FILE_NOT_FOUND");
+    });
+  });
+
+  test("settle_pending_call_keeps_the_process_alive_and_idle_addon_lets_it_exit", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "alive\n");
+    // Nothing but the pending call holds the loop: the process must wait for it, print, and
+    // then exit on its own (execFile's timeout only catches a hang).
+    const script = `
+      const { createReadTool } = await import(${JSON.stringify(dist)});
+      const tool = createReadTool(${JSON.stringify(root)});
+      tool.execute({ path: "a.txt" }, {}).then((r) => process.stdout.write("got " + r.content));
+    `;
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { timeout: 60_000 });
+    expect(stdout).toBe("got alive\n");
+  });
+
+  test("settle_worker_ended_with_calls_in_flight_leaves_the_main_thread_working", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "x".repeat(1000));
+    const script = `
+      import { Worker } from "node:worker_threads";
+      const code = \`
+        const { createReadTool } = await import(${JSON.stringify(dist)});
+        const t = createReadTool(${JSON.stringify(root)});
+        const { parentPort } = await import("node:worker_threads");
+        let n = 0;
+        for (;;) { await Promise.all(Array.from({ length: 64 }, () => t.execute({ path: "a.txt" }, {}))); if (++n === 3) parentPort.postMessage("busy"); }
+      \`;
+      for (let i = 0; i < 3; i++) {
+        const w = new Worker(code, { eval: true, type: "module" });
+        await new Promise((r) => w.once("message", r));
+        await w.terminate();
+      }
+      const { createReadTool } = await import(${JSON.stringify(dist)});
+      const r = await createReadTool(${JSON.stringify(root)}).execute({ path: "a.txt" }, {});
+      process.stdout.write("main " + r.bytes);
+    `;
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { timeout: 120_000 });
+    expect(stdout).toBe("main 1000");
+  });
+});
