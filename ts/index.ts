@@ -68,3 +68,4 @@ export type {
   OpenAIResponsesFunctionCall,
   AnthropicToolUse,
 } from "./adapters/providers.js";
+export type { CommonToolOptions, DescriptionStyle } from "./options.js";
