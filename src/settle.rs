@@ -17,7 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::ptr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::{check_status, sys, Env, JsError};
@@ -25,9 +25,12 @@ use napi::{check_status, sys, Env, JsError};
 type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
 
 struct Queue {
-    /// The settlements waiting for the loop, and the function that wakes it (null once the
-    /// environment is torn down).
-    inner: Mutex<(Vec<Settle>, usize)>,
+    /// The settlements waiting for the loop. Held only to push or to take them all, never
+    /// across a system call, so the loop's thread does not wait on a finishing call.
+    jobs: Mutex<Vec<Settle>>,
+    /// The function that wakes the loop (null once the environment is torn down); read-locked
+    /// while it is called, so the teardown cannot forget it in between.
+    tsfn: RwLock<usize>,
 }
 
 struct Local {
@@ -49,7 +52,7 @@ unsafe extern "C" fn drain(env: sys::napi_env, _js_cb: sys::napi_value, context:
     // `context` is the queue, kept alive by the thread-local `Local` (never dropped before the
     // environment's teardown, after which this is not called).
     let queue = unsafe { &*(context as *const Queue) };
-    let jobs = std::mem::take(&mut queue.inner.lock().unwrap_or_else(|e| e.into_inner()).0);
+    let jobs = std::mem::take(&mut *queue.jobs.lock().unwrap_or_else(|e| e.into_inner()));
     let done = jobs.len();
     for job in jobs {
         let mut scope = ptr::null_mut();
@@ -74,9 +77,8 @@ unsafe extern "C" fn teardown(data: *mut c_void) {
     // Runs before Node finalizes the threadsafe function (cleanup hooks run in reverse order of
     // registration, and the function registered its own first).
     let queue = unsafe { &*(data as *const Queue) };
-    let mut inner = queue.inner.lock().unwrap_or_else(|e| e.into_inner());
-    inner.0.clear();
-    inner.1 = 0;
+    *queue.tsfn.write().unwrap_or_else(|e| e.into_inner()) = 0;
+    queue.jobs.lock().unwrap_or_else(|e| e.into_inner()).clear();
     LOCAL.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
             *l = None;
@@ -92,7 +94,7 @@ fn local_queue(env: sys::napi_env) -> napi::Result<(Arc<Queue>, sys::napi_thread
                 return Ok((local.queue.clone(), local.tsfn));
             }
         }
-        let queue = Arc::new(Queue { inner: Mutex::new((Vec::new(), 0)) });
+        let queue = Arc::new(Queue { jobs: Mutex::new(Vec::new()), tsfn: RwLock::new(0) });
         // The function's context holds one reference for good (one small queue per JavaScript
         // thread that ever used the addon), so `drain` and `teardown` never see a freed queue.
         let context = Arc::into_raw(queue.clone()) as *mut c_void;
@@ -125,7 +127,7 @@ fn local_queue(env: sys::napi_env) -> napi::Result<(Arc<Queue>, sys::napi_thread
             unsafe { sys::napi_add_env_cleanup_hook(env, Some(teardown), context) },
             "workcell: cannot register the settle function's teardown"
         )?;
-        queue.inner.lock().unwrap_or_else(|e| e.into_inner()).1 = tsfn as usize;
+        *queue.tsfn.write().unwrap_or_else(|e| e.into_inner()) = tsfn as usize;
         *l = Some(Local { queue: queue.clone(), tsfn, pending: Cell::new(0), env });
         Ok((queue, tsfn))
     })
@@ -159,17 +161,23 @@ pub fn deferred<'env, T: ToNapiValue + 'static>(env: &'env Env) -> napi::Result<
 }
 
 fn push(queue: &Queue, job: Settle) {
-    let mut inner = queue.inner.lock().unwrap_or_else(|e| e.into_inner());
-    let tsfn = inner.1 as sys::napi_threadsafe_function;
-    if tsfn.is_null() {
-        return; // the environment is gone
-    }
-    let wake = inner.0.is_empty();
-    inner.0.push(job);
+    let wake = {
+        let mut jobs = queue.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let wake = jobs.is_empty();
+        jobs.push(job);
+        wake
+    };
+    // Only the first settlement after a drain wakes the loop: that drain takes the later ones.
     if wake {
-        // Under the lock, so the teardown cannot forget the function in between.
-        unsafe {
-            sys::napi_call_threadsafe_function(tsfn, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking);
+        let tsfn = queue.tsfn.read().unwrap_or_else(|e| e.into_inner());
+        if *tsfn != 0 {
+            unsafe {
+                sys::napi_call_threadsafe_function(
+                    *tsfn as sys::napi_threadsafe_function,
+                    ptr::null_mut(),
+                    sys::ThreadsafeFunctionCallMode::nonblocking,
+                );
+            }
         }
     }
 }

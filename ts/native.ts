@@ -79,12 +79,21 @@ export function fromConversion(err: unknown): unknown {
   return err;
 }
 
-async function start<R>(run: (cancel: CancelHandle | undefined) => Promise<R>, cancel: CancelHandle | undefined): Promise<R> {
+/**
+ * Starts a native call: a napi conversion error thrown synchronously (a wrong-typed argument)
+ * becomes a rejection, mapped by `fromConversion`. One promise per call (no async wrappers):
+ * the completions of many calls are settled together and each costs the loop only its `then`.
+ */
+function start<R>(run: (cancel: CancelHandle | undefined) => Promise<R>, cancel: CancelHandle | undefined): Promise<R> {
+  let pending: Promise<R>;
   try {
-    return await run(cancel);
+    pending = run(cancel);
   } catch (err) {
-    throw fromConversion(err);
+    return Promise.reject(fromConversion(err));
   }
+  return pending.then(undefined, (err: unknown) => {
+    throw fromConversion(err);
+  });
 }
 
 /** Opens a workspace root; throws a ToolError when it is not an existing directory. */
@@ -122,14 +131,15 @@ function handleFor(signal: AbortSignal): CancelHandle {
  * aborted rejects before the call starts. A result carrying `error` rejects with the matching
  * ToolError or AbortError; otherwise the result is returned.
  */
-export async function callNative<R extends { error?: NativeError | null }>(
+export function callNative<R extends { error?: NativeError | null }>(
   signal: AbortSignal | undefined,
   run: (cancel: CancelHandle | undefined) => Promise<R>,
 ): Promise<R> {
-  if (signal?.aborted) throw abortError(signal);
-  const result = await start(run, signal ? handleFor(signal) : undefined);
-  if (result.error) throw fromNative(result.error, signal);
-  return result;
+  if (signal?.aborted) return Promise.reject(abortError(signal));
+  return start(run, signal ? handleFor(signal) : undefined).then((result) => {
+    if (result.error) throw fromNative(result.error, signal);
+    return result;
+  });
 }
 
 /**
@@ -137,12 +147,13 @@ export async function callNative<R extends { error?: NativeError | null }>(
  * cancellation handle wired to `signal`: resolves to `ok`, rejects with the ToolError or
  * AbortError of `error`. A signal that is already aborted rejects before the call starts.
  */
-export async function callCore<T>(
+export function callCore<T>(
   signal: AbortSignal | undefined,
   run: (cancel: CancelHandle | undefined) => Promise<Outcome<T>>,
 ): Promise<T> {
-  if (signal?.aborted) throw abortError(signal);
-  const result = await start(run, signal ? handleFor(signal) : undefined);
-  if ("error" in result) throw fromNative(result.error, signal);
-  return result.ok;
+  if (signal?.aborted) return Promise.reject(abortError(signal));
+  return start(run, signal ? handleFor(signal) : undefined).then((result) => {
+    if ("error" in result) throw fromNative(result.error, signal);
+    return result.ok;
+  });
 }

@@ -100,11 +100,17 @@ export function createReadTool(root: string, options: ReadToolOptions = {}): Too
       if (limit !== undefined) out.limit = limit;
       return out;
     },
-    async execute(input: ReadInput, context: ToolContext): Promise<ReadOutput> {
-      if (input.offset === undefined && input.limit === undefined) {
-        return callCore(context?.signal, (cancel) => ws.readFile(input.path, cancel));
+    // Not async: the call's own promise is returned (no wrapper promise per call); a throw
+    // before the call starts still rejects.
+    execute(input: ReadInput, context: ToolContext): Promise<ReadOutput> {
+      try {
+        if (input.offset === undefined && input.limit === undefined) {
+          return callCore(context?.signal, (cancel) => ws.readFile(input.path, cancel));
+        }
+        return callCore(context?.signal, (cancel) => ws.readFileWindow(input.path, input.offset, input.limit, cancel));
+      } catch (err) {
+        return Promise.reject(err);
       }
-      return callCore(context?.signal, (cancel) => ws.readFileWindow(input.path, input.offset, input.limit, cancel));
     },
   };
 }

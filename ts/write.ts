@@ -96,12 +96,15 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
       }
       return expectedHash === undefined ? { path, content } : { path, content, expectedHash };
     },
-    async execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
+    execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
       // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard),
-      );
-      return { path: r.path!, bytes: r.bytes!, created: r.created! };
+      try {
+        return callNative(context?.signal, (cancel) =>
+          ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard),
+        ).then((r) => ({ path: r.path!, bytes: r.bytes!, created: r.created! }));
+      } catch (err) {
+        return Promise.reject(err);
+      }
     },
   };
 }
