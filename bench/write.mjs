@@ -112,8 +112,8 @@ async function measure(h, label, dir) {
     subjectValue: t16.loopDelayP99Us,
     baselineValue: floor.loopDelayP99Us,
     ratio: t16.loopDelayP99Us / Math.max(1, floor.loopDelayP99Us),
-    target: "report",
-    pass: true,
+    target: "<= floor + 1000 µs",
+    pass: t16.loopDelayP99Us <= floor.loopDelayP99Us + 1000,
   });
   h.row({
     name: `write_file 4 KiB (${label}), 16 writers: throughput`,
