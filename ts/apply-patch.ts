@@ -1,5 +1,6 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { APPLY_PATCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -89,6 +90,7 @@ export function createApplyPatchTool(
     effect: "write",
     description: DESCRIPTION,
     parameters,
+    outputSchema: APPLY_PATCH_OUTPUT_SCHEMA,
     validate(input: unknown): ApplyPatchInput {
       checkSchema(parameters, input);
       const { patch, expectedHashes } = input as ApplyPatchInput;

@@ -1,5 +1,6 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { EDIT_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -85,6 +86,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
     effect: "write",
     description: describe(limit),
     parameters,
+    outputSchema: EDIT_OUTPUT_SCHEMA,
     validate(input: unknown): EditInput {
       checkSchema(parameters, input);
       const { path, edits, expectedHash } = input as EditInput;

@@ -1,5 +1,6 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { MOVE_FILE_OUTPUT_SCHEMA, DELETE_FILE_OUTPUT_SCHEMA, MAKE_DIRECTORY_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -85,6 +86,7 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
     description:
       "Move or rename a file, symlink or directory inside the workspace (a rename, never a copy). Fails with FILE_EXISTS if to exists, unless overwrite is true. Returns { from, to, replaced }.",
     parameters: moveParameters,
+    outputSchema: MOVE_FILE_OUTPUT_SCHEMA,
     validate(input: unknown): MoveFileInput {
       checkSchema(moveParameters, input);
       const { from, to, overwrite } = input as MoveFileInput;
@@ -120,6 +122,7 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
     description:
       "Delete a file or symlink (the link itself, never its target), or an empty directory. Returns { path, kind }.",
     parameters: deleteParameters,
+    outputSchema: DELETE_FILE_OUTPUT_SCHEMA,
     validate(input: unknown): DeleteFileInput {
       checkSchema(deleteParameters, input);
       const { path } = input as DeleteFileInput;
@@ -157,6 +160,7 @@ export function createMakeDirectoryTool(
     effect: "write",
     description: "Create a directory and its missing parents. Returns { path, created } (false if it already existed).",
     parameters: mkdirParameters,
+    outputSchema: MAKE_DIRECTORY_OUTPUT_SCHEMA,
     validate(input: unknown): MakeDirectoryInput {
       checkSchema(mkdirParameters, input);
       const { path } = input as MakeDirectoryInput;

@@ -1,5 +1,6 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { LIST_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -77,6 +78,7 @@ export function createListTool(root: string, _options: ListToolOptions = {}): To
     effect: "read",
     description,
     parameters,
+    outputSchema: LIST_OUTPUT_SCHEMA,
     validate(input: unknown): ListInput {
       checkSchema(parameters, input);
       const { path, depth, limit, gitignore } = input as ListInput;

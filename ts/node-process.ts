@@ -1,6 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { NODE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -160,6 +161,7 @@ export function createNodeProcessTool(
     effect: "process",
     description: describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox)),
     parameters,
+    outputSchema: NODE_PROCESS_OUTPUT_SCHEMA,
     validate(input: unknown): NodeProcessInput {
       checkSchema(parameters, input);
       const { source, arguments: args = [] } = input as NodeProcessInput;

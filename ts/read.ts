@@ -1,5 +1,6 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { READ_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -75,6 +76,7 @@ export function createReadTool(root: string, _options: ReadToolOptions = {}): To
     effect: "read",
     description,
     parameters,
+    outputSchema: READ_OUTPUT_SCHEMA,
     validate(input: unknown): ReadInput {
       checkSchema(parameters, input);
       const { path, offset, limit } = input as ReadInput;

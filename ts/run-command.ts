@@ -7,6 +7,7 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { CommandPolicy } from "./policy.js";
 import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 
 export interface RunCommandInput {
@@ -254,6 +255,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     effect: "process",
     description: describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox)),
     parameters,
+    outputSchema: RUN_COMMAND_OUTPUT_SCHEMA,
     validate(input: unknown): RunCommandInput {
       checkSchema(parameters, input);
       const { argv, cwd, timeoutMs: t } = input as RunCommandInput;

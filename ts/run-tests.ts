@@ -8,6 +8,7 @@ import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import type { CommandPolicy } from "./policy.js";
 import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 
 export type TestRunner = "vitest" | "node" | "go" | "cargo";
@@ -204,6 +205,8 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     effect: "process",
     description: describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox)),
     parameters,
+    outputSchema: RUN_TESTS_OUTPUT_SCHEMA,
+    taskSupport: "optional",
     validate(input: unknown): RunTestsInput {
       checkSchema(parameters, input);
       const { runner, args = [], timeoutMs: t } = input as RunTestsInput;

@@ -1,5 +1,6 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { SEARCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -75,6 +76,7 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
     effect: "read",
     description,
     parameters,
+    outputSchema: SEARCH_OUTPUT_SCHEMA,
     validate(input: unknown): SearchInput {
       checkSchema(parameters, input);
       const { pattern, path, glob, ignoreCase, literal, limit } = input as SearchInput;

@@ -1,5 +1,6 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { WRITE_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -72,6 +73,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
     effect: "write",
     description: describe(limit),
     parameters,
+    outputSchema: WRITE_OUTPUT_SCHEMA,
     validate(input: unknown): WriteInput {
       checkSchema(parameters, input);
       const { path, content, expectedHash } = input as WriteInput;
