@@ -83,7 +83,7 @@ interface Session {
   server: Server;
   tools: readonly AnyTool[];
   lastSeen: number;
-  /** Requests of this session being answered now. */
+  /** POST requests of this session being answered now. */
   active: number;
   closed?: Promise<void>;
 }
@@ -301,12 +301,16 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     if (typeof sid === "string") {
       const s = sessions.get(sid);
       if (!s) return sendJson(res, 404, "Not Found: no such session (it ended or idled out); initialize a new one");
-      s.active += 1;
       s.lastSeen = Date.now();
-      res.once("close", () => {
-        s.active -= 1;
-        s.lastSeen = Date.now();
-      });
+      // A POST (a request, a notification, a poll) keeps the session busy until it is answered;
+      // the GET stream a client keeps open for server messages does not.
+      if (req.method === "POST") {
+        s.active += 1;
+        res.once("close", () => {
+          s.active -= 1;
+          s.lastSeen = Date.now();
+        });
+      }
       await s.transport.handleRequest(req, res, body);
       return;
     }

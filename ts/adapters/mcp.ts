@@ -184,6 +184,8 @@ export function createMcpServer(
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
 
   const inflight = new Set<Promise<unknown>>();
+  /** The request ids of the calls answered on their request (not tasks), to answer them at close. */
+  const answering = new Set<McpRequestId>();
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name, arguments: args } = request.params;
     const tool = registry.get(name);
@@ -227,16 +229,26 @@ export function createMcpServer(
     }
     const call = runToolCall(registry, name, String(extra.requestId), args ?? {}, extra.signal);
     inflight.add(call);
+    answering.add(extra.requestId);
     try {
       return toCallToolResult(await call, structured);
     } finally {
       inflight.delete(call);
+      answering.delete(extra.requestId);
     }
   });
 
   pending.set(server, () => inflight.size);
   const close = server.close.bind(server);
   server.close = async () => {
+    // The calls still running get an error answer before their signals abort (an aborted
+    // request is otherwise never answered, and a client would wait for it until its timeout).
+    const transport = server.transport;
+    for (const id of answering) {
+      const error = { code: McpErrorCode.ConnectionClosed, message: "the server closed; the call was cancelled (its processes were stopped)" };
+      await transport?.send({ jsonrpc: "2.0", id, error }, { relatedRequestId: id }).catch(() => undefined);
+    }
+    answering.clear();
     for (const controller of taskStore?.running.values() ?? []) controller.abort(new Error("the server closed"));
     await close(); // aborts every running handler's signal
     await Promise.allSettled([...inflight]);
