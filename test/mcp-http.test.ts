@@ -149,7 +149,7 @@ describe("workcell mcp over Streamable HTTP", () => {
     const none = await post(url, {});
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect((await none.json()).error.message).toMatch(/Authorization: Bearer/);
+    expect(((await none.json()) as { error: { message: string } }).error.message).toMatch(/Authorization: Bearer/);
     expect((await post(url, { authorization: `Bearer ${TOKEN}x` })).status).toBe(401);
     expect((await post(url, { authorization: `Bearer ${TOKEN.slice(0, -1)}` })).status).toBe(401);
     expect((await post(url, { authorization: TOKEN })).status).toBe(401);
@@ -167,7 +167,7 @@ describe("workcell mcp over Streamable HTTP", () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const foreign = await post(url, { ...auth, origin: "https://evil.example" });
     expect(foreign.status).toBe(403);
-    expect((await foreign.json()).error.message).toMatch(/Origin/);
+    expect(((await foreign.json()) as { error: { message: string } }).error.message).toMatch(/Origin/);
     expect((await post(url, { ...auth, origin: "null" })).status).toBe(403);
     await expect(connect(url, TOKEN, { origin: "http://127.0.0.1:1" })).rejects.toThrow(/403|Forbidden/i);
     for (const headers of [auth, { ...auth, origin: "https://app.example.com" }]) {
