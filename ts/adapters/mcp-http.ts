@@ -338,6 +338,10 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: maxBodyBytes,
+      // Each POST is answered with one JSON body rather than an SSE stream: the tools send no
+      // notifications during a call, and JSON costs a quarter to a third less CPU per call on
+      // both ends (measured with the SDK's client). Server messages still go on the GET stream.
+      enableJsonResponse: true,
       onsessioninitialized: (id) => {
         session = { id, transport, server, tools, lastSeen: Date.now(), active: 1, closed: undefined };
         sessions.set(id, session);
