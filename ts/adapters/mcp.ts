@@ -132,13 +132,20 @@ function packageVersion(): string {
 /**
  * Creates an MCP server (not yet connected) exposing `tools`:
  * - `tools/list` gives each tool's name, title, description, JSON Schema and annotations;
+ * - `tools/list` also gives each tool's `outputSchema` (the tool's own) and, for a tool with
+ *   `taskSupport: "optional"`, `execution: { taskSupport: "optional" }`;
  * - `tools/call` validates and runs the tool; the result is one text block with the output's
- *   JSON, or, for a recoverable failure, `isError: true` with the `{"error":{code,message,hint}}`
- *   JSON (so the model can recover). An unknown tool name is the protocol error InvalidParams.
+ *   JSON (and the output as `structuredContent` when the tool declares an `outputSchema`), or,
+ *   for a recoverable failure, `isError: true` with the `{"error":{code,message,hint}}` JSON (so
+ *   the model can recover). An unknown tool name is the protocol error InvalidParams.
+ * - With `task` in the call's params (MCP tasks, for the tools that support them), the answer
+ *   is the task at once; `tasks/get`, `tasks/result` and `tasks/list` follow it and
+ *   `tasks/cancel` aborts the call's AbortSignal.
  * - A client's `notifications/cancelled` (or the connection closing) aborts the call's
  *   AbortSignal: the tool stops (a process tool kills its process group) and no response is
  *   sent, as MCP specifies.
- * `close()` aborts the calls still running and resolves once they have all settled.
+ * `close()` answers the calls still running with an error, aborts them (and the running tasks)
+ * and resolves once they have all settled.
  */
 export function createMcpServer(
   tools: ToolsInput,
