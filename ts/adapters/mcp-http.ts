@@ -372,7 +372,8 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     }
   }
 
-  const httpServer = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, (req, res) => {
+  // A request must arrive whole within 2 minutes (headers within 30 s); answers may take longer.
+  const httpServer = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       sendJson(res, 500, `Internal Server Error: ${err instanceof Error ? err.message : String(err)}`);
     });
