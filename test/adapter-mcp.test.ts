@@ -2,7 +2,7 @@
 // transport. (test/cli-mcp.test.ts does the same through the `workcell mcp` command over stdio.)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CreateTaskResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, test } from "vitest";
 import { TOOL_ANNOTATIONS, createMcpServer } from "workcell/mcp";
 import { ToolRegistry, createCodingTools, createReadTool, type Tool } from "../dist/index.js";
@@ -262,5 +262,43 @@ describe("McpStdioTransport: bad frames are answered and the session goes on", (
     s.input.write(huge(1));
     for (let i = 0; i < 500 && !s.closed(); i++) await new Promise((r) => setTimeout(r, 10));
     expect(s.closed()).toBe(true);
+  });
+
+  test("structuredContent only for a tool with an outputSchema; a host's tool without one answers text only", async () => {
+    const plain = fakeTool("plain");
+    const typed = { ...fakeTool("typed"), outputSchema: { type: "object" as const, properties: { ok: { type: "string" as const } }, required: ["ok"] } };
+    const client = await connect(createMcpServer([plain, typed]));
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === "plain")!.outputSchema).toBeUndefined();
+    expect(tools.find((t) => t.name === "typed")!.outputSchema).toEqual(typed.outputSchema);
+    const a = await client.callTool({ name: "plain", arguments: {} });
+    expect(a.structuredContent).toBeUndefined();
+    const b = await client.callTool({ name: "typed", arguments: {} });
+    expect(b.structuredContent).toEqual({ ok: "typed" });
+    expect(JSON.parse((b.content as { text: string }[])[0]!.text)).toEqual({ ok: "typed" });
+  });
+
+  test("tasks: tasks/cancel aborts a task's AbortSignal; maxRunningTasks bounds them; tasks: false offers none", async () => {
+    const { tool, state } = slowTool();
+    const taskTool = { ...tool, taskSupport: "optional" as const };
+    const client = await connect(createMcpServer([taskTool], undefined, { maxRunningTasks: 1 }));
+    expect((await client.listTools()).tools[0]!.execution).toEqual({ taskSupport: "optional" });
+    const asTask = () =>
+      client.request({ method: "tools/call", params: { name: "slow", arguments: {}, task: { ttl: 10_000 } } }, CreateTaskResultSchema);
+    const first = await asTask();
+    await state.running;
+    await expect(asTask()).rejects.toThrow(/1 tasks are already running/);
+    expect(state.signal!.aborted).toBe(false);
+    expect((await client.experimental.tasks.cancelTask(first.task.taskId)).status).toBe("cancelled");
+    await state.settled;
+    expect(state.signal!.aborted).toBe(true);
+    expect((await client.experimental.tasks.getTask(first.task.taskId)).status).toBe("cancelled");
+
+    const off = await connect(createMcpServer([taskTool], undefined, { tasks: false }));
+    expect((await off.listTools()).tools[0]!.execution).toBeUndefined();
+    await expect(
+      off.request({ method: "tools/call", params: { name: "slow", arguments: {}, task: {} } }, CreateTaskResultSchema),
+    ).rejects.toThrow();
+    expect(() => createMcpServer([taskTool], undefined, { maxRunningTasks: 0 })).toThrow(TypeError);
   });
 });

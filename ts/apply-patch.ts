@@ -1,5 +1,6 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { APPLY_PATCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -111,6 +112,7 @@ export function createApplyPatchTool(
     effect: "write",
     description: options.descriptions === "full" ? DESCRIPTION : COMPACT_DESCRIPTION,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: APPLY_PATCH_OUTPUT_SCHEMA,
     validate(input: unknown): ApplyPatchInput {
       checkSchema(parameters, input);
       const { patch, expectedHashes } = input as ApplyPatchInput;

@@ -1,6 +1,8 @@
 // The `workcell` command (bin/workcell.mjs runs `main`).
 //   workcell mcp --root DIR [options]   serve the tools over stdio MCP
+//   workcell mcp --http HOST:PORT --root DIR [options]   serve them over Streamable HTTP
 //   workcell demo                                           a scripted agent session
+import { closeSync, fstatSync, openSync, readSync, constants as fsConstants } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createCodingTools, type CodingToolsOptions } from "./coding.js";
@@ -16,6 +18,16 @@ const USAGE = `usage:
                         to run processes without every layer) or off
       --read-path P     an absolute path the processes may also read (repeatable)
       --write-path P    an absolute path the processes may also read and write (repeatable)
+  workcell mcp --http HOST:PORT --root DIR [--token-file F] [--allow-origin O]... [--public]
+               [--idle-timeout S] [--max-sessions N] [--max-body-bytes N] [the options above]
+      Serve the same tools over MCP's Streamable HTTP transport on http://HOST:PORT/mcp.
+      Every request needs Authorization: Bearer TOKEN, the token read from --token-file F (a
+      file only its owner may read: chmod 600) or from WORKCELL_MCP_TOKEN; at least 16 characters.
+      --allow-origin O  an Origin browsers may send (repeatable); any other Origin is refused
+      --public          allow a HOST that is not loopback (127.0.0.1, ::1, localhost)
+      --idle-timeout S  close a session idle for S seconds (default 900)
+      --max-sessions N  at most N sessions at once, each with its own processes (default 32)
+      --max-body-bytes N  the largest request body read (default 4194304)
   workcell demo
       Run a scripted agent session against a fresh temporary workspace and print it.
   workcell --version | --help`;
@@ -56,7 +68,72 @@ export async function main(args: string[]): Promise<number> {
   }
 }
 
-/** Parses `mcp`'s flags into the root and the options of createCodingTools. */
+/** `--http`'s settings, as `parseMcpArgs` reads them. */
+export interface McpHttpArgs {
+  host: string;
+  port: number;
+  tokenFile?: string;
+  allowOrigins: string[];
+  public: boolean;
+  idleTimeoutMs?: number;
+  maxSessions?: number;
+  maxBodyBytes?: number;
+}
+
+function wholeNumber(flag: string, text: string, min: number): number {
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n < min) throw new TypeError(`--${flag} must be a whole number of at least ${min} (got ${JSON.stringify(text)})`);
+  return n;
+}
+
+/** `HOST:PORT` or `[IPV6]:PORT`. */
+export function parseHostPort(text: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\]:([0-9]{1,5})$/.exec(text) ?? /^([^:[\]]+):([0-9]{1,5})$/.exec(text);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || !(port >= 0 && port <= 65535)) {
+    throw new TypeError(`--http takes HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080 (got ${JSON.stringify(text)})`);
+  }
+  return { host: m[1]!, port };
+}
+
+/** The longest token file read. */
+const MAX_TOKEN_FILE_BYTES = 4096;
+
+/**
+ * Reads the bearer token from `file`: a regular file that only its owner may read or write
+ * (no permission bits for group or others), at most 4 KiB; surrounding whitespace is dropped.
+ */
+export function readTokenFile(file: string): string {
+  let fd: number;
+  try {
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch (err) {
+    throw new Error(`cannot open the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`the token file ${file} is not a regular file`);
+    if ((st.mode & 0o077) !== 0) {
+      throw new Error(
+        `the token file ${file} is readable or writable by others than its owner (mode ${(st.mode & 0o777).toString(8)}); run chmod 600 ${file}`,
+      );
+    }
+    if (st.size > MAX_TOKEN_FILE_BYTES) throw new Error(`the token file ${file} is over ${MAX_TOKEN_FILE_BYTES} bytes; it should hold the token only`);
+    const buf = Buffer.alloc(MAX_TOKEN_FILE_BYTES + 1);
+    let n = 0;
+    for (;;) {
+      const r = readSync(fd, buf, n, buf.length - n, null);
+      if (r === 0) break;
+      n += r;
+      if (n > MAX_TOKEN_FILE_BYTES) throw new Error(`the token file ${file} is over ${MAX_TOKEN_FILE_BYTES} bytes; it should hold the token only`);
+    }
+    return buf.subarray(0, n).toString("utf8").trim();
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `mcp`'s flags. */
 const MCP_FLAGS = {
   root: { type: "string" },
   network: { type: "boolean" },
@@ -64,6 +141,13 @@ const MCP_FLAGS = {
   sandbox: { type: "string" },
   "read-path": { type: "string", multiple: true },
   "write-path": { type: "string", multiple: true },
+  http: { type: "string" },
+  "token-file": { type: "string" },
+  "allow-origin": { type: "string", multiple: true },
+  public: { type: "boolean" },
+  "idle-timeout": { type: "string" },
+  "max-sessions": { type: "string" },
+  "max-body-bytes": { type: "string" },
 } as const;
 
 /**
@@ -87,7 +171,8 @@ function parseFlags<F extends NonNullable<ParseArgsConfig["options"]>>(args: str
   }
 }
 
-export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions } {
+/** Parses `mcp`'s flags into the root, the options of createCodingTools and `--http`'s settings. */
+export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions; http?: McpHttpArgs } {
   const { values, positionals } = parseFlags(args, MCP_FLAGS);
   if (positionals.length > 0) throw new TypeError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if (values.root === undefined || values.root === "") {
@@ -116,7 +201,89 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
     }
     processes[key] = paths;
   }
-  return { root: resolve(values.root), options: Object.keys(processes).length > 0 ? { processes } : {} };
+  const root = resolve(values.root);
+  const options: CodingToolsOptions = Object.keys(processes).length > 0 ? { processes } : {};
+  const httpOnly = ["token-file", "allow-origin", "public", "idle-timeout", "max-sessions", "max-body-bytes"] as const;
+  if (values.http === undefined) {
+    const given = httpOnly.find((f) => values[f] !== undefined);
+    if (given !== undefined) throw new TypeError(`--${given} applies to --http HOST:PORT only`);
+    return { root, options };
+  }
+  const http: McpHttpArgs = { ...parseHostPort(values.http), allowOrigins: values["allow-origin"] ?? [], public: values.public ?? false };
+  if (values["token-file"] !== undefined) http.tokenFile = values["token-file"];
+  if (values["idle-timeout"] !== undefined) http.idleTimeoutMs = wholeNumber("idle-timeout", values["idle-timeout"], 1) * 1000;
+  if (values["max-sessions"] !== undefined) http.maxSessions = wholeNumber("max-sessions", values["max-sessions"], 1);
+  if (values["max-body-bytes"] !== undefined) http.maxBodyBytes = wholeNumber("max-body-bytes", values["max-body-bytes"], 1024);
+  for (const o of http.allowOrigins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new TypeError(`--allow-origin takes an origin such as https://app.example.com (got ${JSON.stringify(o)})`);
+  }
+  return { root, options, http };
+}
+
+/** Imports workcell/mcp, or says that the MCP SDK is missing (undefined). */
+async function loadAdapter(): Promise<typeof import("./adapters/mcp.js") | undefined> {
+  try {
+    return await import("./adapters/mcp.js");
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@modelcontextprotocol/sdk")) {
+      process.stderr.write(
+        "workcell: `workcell mcp` needs the MCP SDK, an optional peer dependency: npm install @modelcontextprotocol/sdk\n",
+      );
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+async function mcpHttp(root: string, options: CodingToolsOptions, http: McpHttpArgs): Promise<number> {
+  let token: string | undefined;
+  try {
+    token = http.tokenFile !== undefined ? readTokenFile(http.tokenFile) : process.env.WORKCELL_MCP_TOKEN?.trim();
+  } catch (err) {
+    return fail(err instanceof Error ? err.message : String(err));
+  }
+  if (token === undefined || token === "") {
+    return fail("--http needs a token: --token-file F (chmod 600) or the WORKCELL_MCP_TOKEN environment variable");
+  }
+  const adapter = await loadAdapter();
+  if (!adapter) return 1;
+  let server: ReturnType<typeof adapter.createMcpHttpServer>;
+  try {
+    server = adapter.createMcpHttpServer(root, {
+      token,
+      host: http.host,
+      port: http.port,
+      public: http.public,
+      allowOrigins: http.allowOrigins,
+      tools: options,
+      ...(http.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: http.idleTimeoutMs }),
+      ...(http.maxSessions === undefined ? {} : { maxSessions: http.maxSessions }),
+      ...(http.maxBodyBytes === undefined ? {} : { maxBodyBytes: http.maxBodyBytes }),
+      onLog: (line) => process.stderr.write(`workcell mcp: ${line}\n`),
+    });
+  } catch (err) {
+    const detail = err instanceof ToolError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+    if (err instanceof TypeError && / loopback address|token must/.test(detail)) return fail(detail.replace(/^workcell: /, ""));
+    process.stderr.write(`workcell: cannot serve the workspace ${root}: ${detail}\n`);
+    return 1;
+  }
+  const stopped = new Promise<string>((done) => {
+    process.once("SIGINT", () => done("SIGINT"));
+    process.once("SIGTERM", () => done("SIGTERM"));
+  });
+  let address: Awaited<ReturnType<typeof server.listen>>;
+  try {
+    address = await server.listen();
+  } catch (err) {
+    process.stderr.write(`workcell: cannot listen on ${http.host}:${http.port}: ${(err as NodeJS.ErrnoException).code ?? String(err)}\n`);
+    return 1;
+  }
+  process.stderr.write(`workcell mcp: serving ${root} on ${address.url}\n`);
+  const why = await stopped;
+  process.stderr.write(`workcell mcp: stopping (${why}): closing ${server.sessionCount} session(s)\n`);
+  await server.close();
+  process.stderr.write(`workcell mcp: stopped (${why})\n`);
+  return 0;
 }
 
 async function mcp(args: string[]): Promise<number> {
@@ -126,6 +293,7 @@ async function mcp(args: string[]): Promise<number> {
   } catch (err) {
     return fail(err instanceof Error ? err.message : String(err));
   }
+  if (parsed.http) return mcpHttp(parsed.root, parsed.options, parsed.http);
   let tools;
   try {
     tools = createCodingTools(parsed.root, parsed.options);
@@ -135,18 +303,8 @@ async function mcp(args: string[]): Promise<number> {
     return 1;
   }
 
-  let adapter: typeof import("./adapters/mcp.js");
-  try {
-    adapter = await import("./adapters/mcp.js");
-  } catch (err) {
-    if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@modelcontextprotocol/sdk")) {
-      process.stderr.write(
-        "workcell: `workcell mcp` needs the MCP SDK, an optional peer dependency: npm install @modelcontextprotocol/sdk\n",
-      );
-      return 1;
-    }
-    throw err;
-  }
+  const adapter = await loadAdapter();
+  if (!adapter) return 1;
 
   const server = adapter.createMcpServer(tools);
   // workcell's own stdio transport: a line over 10 MiB, a line that is not JSON or a request

@@ -1,6 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
+import { EDIT_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -100,6 +101,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
     effect: "write",
     description: options.descriptions === "full" ? describe(limit) : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: EDIT_OUTPUT_SCHEMA,
     validate(input: unknown): EditInput {
       checkSchema(parameters, input);
       const { path, edits, expectedHash } = input as EditInput;

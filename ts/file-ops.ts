@@ -1,5 +1,6 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { MOVE_FILE_OUTPUT_SCHEMA, DELETE_FILE_OUTPUT_SCHEMA, MAKE_DIRECTORY_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -73,6 +74,7 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
         ? "Move or rename a file, symlink or directory inside the workspace (a rename, never a copy). Fails with FILE_EXISTS if to exists, unless overwrite is true. Returns { from, to, replaced }."
         : "Move or rename a file, symlink or directory in the workspace.",
     parameters: options.descriptions === "full" ? moveParameters : compactMove,
+    outputSchema: MOVE_FILE_OUTPUT_SCHEMA,
     validate(input: unknown): MoveFileInput {
       checkSchema(moveParameters, input);
       const { from, to, overwrite } = input as MoveFileInput;
@@ -112,6 +114,7 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
         ? "Delete a file or symlink (the link itself, never its target), or an empty directory. Returns { path, kind }."
         : "Delete a file, a symlink (not its target) or an empty directory.",
     parameters: options.descriptions === "full" ? deleteParameters : compactDelete,
+    outputSchema: DELETE_FILE_OUTPUT_SCHEMA,
     validate(input: unknown): DeleteFileInput {
       checkSchema(deleteParameters, input);
       const { path } = input as DeleteFileInput;
@@ -154,6 +157,7 @@ export function createMakeDirectoryTool(
         ? "Create a directory and its missing parents. Returns { path, created } (false if it already existed)."
         : "Create a directory and its missing parents.",
     parameters: options.descriptions === "full" ? mkdirParameters : compactMkdir,
+    outputSchema: MAKE_DIRECTORY_OUTPUT_SCHEMA,
     validate(input: unknown): MakeDirectoryInput {
       checkSchema(mkdirParameters, input);
       const { path } = input as MakeDirectoryInput;

@@ -1,5 +1,6 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { LIST_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
@@ -93,6 +94,7 @@ export function createListTool(root: string, options: ListToolOptions = {}): Too
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: LIST_OUTPUT_SCHEMA,
     validate(input: unknown): ListInput {
       checkSchema(parameters, input);
       const { path, depth, limit, gitignore } = input as ListInput;

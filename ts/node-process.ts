@@ -2,6 +2,7 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { NODE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -175,6 +176,7 @@ export function createNodeProcessTool(
         ? describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
         : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: NODE_PROCESS_OUTPUT_SCHEMA,
     validate(input: unknown): NodeProcessInput {
       checkSchema(parameters, input);
       const { source, arguments: args = [] } = input as NodeProcessInput;

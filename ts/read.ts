@@ -1,6 +1,7 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty, validatePath } from "./paths.js";
+import { READ_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -91,6 +92,7 @@ export function createReadTool(root: string, options: ReadToolOptions = {}): Too
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: READ_OUTPUT_SCHEMA,
     validate(input: unknown): ReadInput {
       checkSchema(parameters, input);
       const { path, offset, limit } = input as ReadInput;

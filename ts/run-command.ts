@@ -7,6 +7,7 @@ import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, describeSandbox, describeSandboxCompact, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -261,6 +262,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
         ? describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox))
         : describeCompact(timeoutMs, allow, describeSandboxCompact(sandbox)),
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: RUN_COMMAND_OUTPUT_SCHEMA,
     validate(input: unknown): RunCommandInput {
       checkSchema(parameters, input);
       const { argv, cwd, timeoutMs: t } = input as RunCommandInput;

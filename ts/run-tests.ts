@@ -8,6 +8,7 @@ import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
@@ -211,6 +212,8 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         ? describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox))
         : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: RUN_TESTS_OUTPUT_SCHEMA,
+    taskSupport: "optional",
     validate(input: unknown): RunTestsInput {
       checkSchema(parameters, input);
       const { runner, args = [], timeoutMs: t } = input as RunTestsInput;

@@ -2,7 +2,7 @@ import { ArgumentsReason, invalidArguments } from "./errors.js";
 
 /** The subset of JSON Schema that workcell's tools use for their parameters. */
 export interface JsonSchema {
-  type?: "object" | "string" | "array" | "integer" | "number" | "boolean";
+  type?: "object" | "string" | "array" | "integer" | "number" | "boolean" | "null";
   description?: string;
   properties?: Record<string, JsonSchema>;
   required?: readonly string[];
@@ -16,6 +16,14 @@ export interface JsonSchema {
   enum?: readonly (string | number | boolean)[];
   default?: unknown;
   [keyword: string]: unknown;
+}
+
+/**
+ * The JSON Schema of a value that is `schema` or `null` (for output schemas: `exitCode`,
+ * `signal`, `landlockAbi`).
+ */
+export function nullable(schema: JsonSchema): JsonSchema {
+  return { anyOf: [schema, { type: "null" }] };
 }
 
 function shape(where: string, what: string): never {

@@ -1,5 +1,6 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
+import { SEARCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -95,6 +96,7 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: SEARCH_OUTPUT_SCHEMA,
     validate(input: unknown): SearchInput {
       checkSchema(parameters, input);
       const { pattern, path, glob, ignoreCase, literal, limit } = input as SearchInput;

@@ -28,6 +28,18 @@ export interface Tool<I = unknown, O = unknown> {
   readonly description: string;
   /** JSON Schema of the input (type object, additionalProperties false). */
   readonly parameters: JsonSchema;
+  /**
+   * JSON Schema of a successful result (type object). MCP lists it as the tool's
+   * `outputSchema` and answers with the result as `structuredContent`; every workcell tool has
+   * one, and a test checks the tools' real results against it.
+   */
+  readonly outputSchema?: JsonSchema;
+  /**
+   * `"optional"`: a client may run a call as a background task that it polls and can cancel
+   * (MCP tasks, `execution.taskSupport`); for tools whose calls may take minutes, such as
+   * run_tests. Absent: calls answer on the request.
+   */
+  readonly taskSupport?: "optional";
   /** Checks an untrusted input and returns it typed; throws `TOOL_ARGUMENTS_INVALID`; no effects. */
   validate(input: unknown): I;
   /** Runs the tool. Rejects with a `ToolError` for recoverable failures, an AbortError on cancellation. */

@@ -1,6 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
+import { WRITE_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -86,6 +87,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
     effect: "write",
     description: options.descriptions === "full" ? describe(limit) : describeCompact(limit),
     parameters: options.descriptions === "full" ? parameters : compactParameters,
+    outputSchema: WRITE_OUTPUT_SCHEMA,
     validate(input: unknown): WriteInput {
       checkSchema(parameters, input);
       const { path, content, expectedHash } = input as WriteInput;

@@ -5,6 +5,8 @@
 // `McpStdioTransport`, which answers malformed frames instead of closing or going silent).
 import { readFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   CallToolRequestSchema,
@@ -15,9 +17,14 @@ import {
   type CallToolResult,
   type Implementation,
   type JSONRPCMessage,
+  type Request as McpRequest,
+  type RequestId as McpRequestId,
+  type Result as McpResult,
+  type Task as McpTask,
   type Tool as McpTool,
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolResult } from "../registry.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
 
@@ -54,6 +61,64 @@ export interface McpServerOptions {
   instructions?: string;
   /** Annotations by tool name, merged key by key over `TOOL_ANNOTATIONS` (for your own tools, say). */
   annotations?: Record<string, ToolAnnotations>;
+  /**
+   * MCP tasks for the tools with `taskSupport: "optional"` (run_tests): `true` (default) offers
+   * them, `false` lists no tool as task-capable and refuses task requests.
+   */
+  tasks?: boolean;
+  /** At most this many tasks run at once (default 16, `MAX_RUNNING_TASKS`); more are refused. */
+  maxRunningTasks?: number;
+}
+
+/** How many tasks a server runs at once by default. */
+export const MAX_RUNNING_TASKS = 16;
+/** How long a finished task's result is kept when the client asks for no ttl (10 minutes). */
+export const DEFAULT_TASK_TTL_MS = 600_000;
+/** The longest ttl a client may ask for a task (1 hour); longer requests are cut to it. */
+export const MAX_TASK_TTL_MS = 3_600_000;
+
+/**
+ * The task store of one server: the SDK's in-memory store, which also aborts a running task's
+ * AbortSignal when the task is cancelled (`tasks/cancel`), so the tool stops (a process tool
+ * kills its process tree).
+ */
+class AbortingTaskStore implements TaskStore {
+  readonly inner = new InMemoryTaskStore();
+  readonly running = new Map<string, AbortController>();
+
+  createTask(params: CreateTaskOptions, requestId: McpRequestId, request: McpRequest, sessionId?: string): Promise<McpTask> {
+    return this.inner.createTask(params, requestId, request, sessionId);
+  }
+  getTask(taskId: string, sessionId?: string): Promise<McpTask | null> {
+    return this.inner.getTask(taskId, sessionId);
+  }
+  storeTaskResult(taskId: string, status: "completed" | "failed", result: McpResult, sessionId?: string): Promise<void> {
+    return this.inner.storeTaskResult(taskId, status, result, sessionId);
+  }
+  getTaskResult(taskId: string, sessionId?: string): Promise<McpResult> {
+    return this.inner.getTaskResult(taskId, sessionId);
+  }
+  async updateTaskStatus(taskId: string, status: McpTask["status"], statusMessage?: string, sessionId?: string): Promise<void> {
+    await this.inner.updateTaskStatus(taskId, status, statusMessage, sessionId);
+    if (status === "cancelled") this.running.get(taskId)?.abort(new Error("the client cancelled the task"));
+  }
+  listTasks(cursor?: string, sessionId?: string): Promise<{ tasks: McpTask[]; nextCursor?: string }> {
+    return this.inner.listTasks(cursor, sessionId);
+  }
+}
+
+const pending = new WeakMap<Server, () => number>();
+
+/** How many calls and tasks a server made by `createMcpServer` is running now (0 for another server). */
+export function pendingCalls(server: Server): number {
+  return pending.get(server)?.() ?? 0;
+}
+
+/** An MCP tool result from a workcell result: the JSON as text, and as structuredContent when the tool declares an outputSchema. */
+function toCallToolResult(result: ToolResult, structured: boolean): CallToolResult {
+  const out: CallToolResult = { content: [{ type: "text", text: result.content }], isError: result.isError };
+  if (structured && !result.isError) out.structuredContent = JSON.parse(result.content) as Record<string, unknown>;
+  return out;
 }
 
 /** The options of `createMcpServer` (see ts/options.ts). */
@@ -72,6 +137,8 @@ export const MCP_SERVER_OPTIONS = {
     },
     "annotations by tool name",
   ),
+  tasks: option.boolean("let clients run long tools (taskSupport) as MCP tasks"),
+  maxRunningTasks: option.integer(1, Number.MAX_SAFE_INTEGER, "the most tasks running at once"),
 } as const satisfies OptionSpecOf<McpServerOptions>;
 
 /** The options of `McpStdioTransport` (see ts/options.ts). */
@@ -91,13 +158,20 @@ function packageVersion(): string {
 /**
  * Creates an MCP server (not yet connected) exposing `tools`:
  * - `tools/list` gives each tool's name, title, description, JSON Schema and annotations;
+ * - `tools/list` also gives each tool's `outputSchema` (the tool's own) and, for a tool with
+ *   `taskSupport: "optional"`, `execution: { taskSupport: "optional" }`;
  * - `tools/call` validates and runs the tool; the result is one text block with the output's
- *   JSON, or, for a recoverable failure, `isError: true` with the `{"error":{code,message,hint}}`
- *   JSON (so the model can recover). An unknown tool name is the protocol error InvalidParams.
+ *   JSON (and the output as `structuredContent` when the tool declares an `outputSchema`), or,
+ *   for a recoverable failure, `isError: true` with the `{"error":{code,message,hint}}` JSON (so
+ *   the model can recover). An unknown tool name is the protocol error InvalidParams.
+ * - With `task` in the call's params (MCP tasks, for the tools that support them), the answer
+ *   is the task at once; `tasks/get`, `tasks/result` and `tasks/list` follow it and
+ *   `tasks/cancel` aborts the call's AbortSignal.
  * - A client's `notifications/cancelled` (or the connection closing) aborts the call's
  *   AbortSignal: the tool stops (a process tool kills its process group) and no response is
  *   sent, as MCP specifies.
- * `close()` aborts the calls still running and resolves once they have all settled.
+ * `close()` answers the calls still running with an error, aborts them (and the running tasks)
+ * and resolves once they have all settled.
  */
 export function createMcpServer(
   tools: ToolsInput,
@@ -108,10 +182,22 @@ export function createMcpServer(
   const registry = toRegistry(tools);
   const own = (record: Readonly<Record<string, ToolAnnotations>> | undefined, name: string) =>
     record && Object.prototype.hasOwnProperty.call(record, name) ? record[name] : undefined;
+  const tasks = options.tasks ?? true;
+  if (typeof tasks !== "boolean") throw new TypeError("workcell: createMcpServer options.tasks must be true or false");
+  const maxRunningTasks = options.maxRunningTasks ?? MAX_RUNNING_TASKS;
+  if (!Number.isSafeInteger(maxRunningTasks) || maxRunningTasks < 1) {
+    throw new TypeError("workcell: createMcpServer options.maxRunningTasks must be a positive integer");
+  }
+  const taskStore = tasks ? new AbortingTaskStore() : undefined;
   const server = new Server(info, {
-    capabilities: { tools: {} },
+    capabilities: {
+      tools: {},
+      ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+    },
+    ...(taskStore === undefined ? {} : { taskStore }),
     ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
   });
+  const canTask = (t: { taskSupport?: unknown }) => tasks && t.taskSupport === "optional";
 
   const listed: McpTool[] = registry.list().map((t) => {
     const title = toolTitle(t.name);
@@ -123,35 +209,84 @@ export function createMcpServer(
       title,
       description: t.description,
       inputSchema: t.parameters as McpTool["inputSchema"],
+      ...(t.outputSchema === undefined ? {} : { outputSchema: t.outputSchema as McpTool["outputSchema"] }),
       ...(a === undefined ? {} : { annotations: { title, ...a } }),
+      ...(canTask(t) ? { execution: { taskSupport: "optional" as const } } : {}),
     };
   });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
 
   const inflight = new Set<Promise<unknown>>();
+  /** The request ids of the calls answered on their request (not tasks), to answer them at close. */
+  const answering = new Set<McpRequestId>();
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name, arguments: args } = request.params;
-    if (!registry.get(name)) {
+    const tool = registry.get(name);
+    if (!tool) {
       throw new McpError(
         McpErrorCode.InvalidParams,
         `no tool is named ${JSON.stringify(name)}; call one of: ${registry.list().map((t) => t.name).join(", ")}`,
       );
     }
+    const structured = tool.outputSchema !== undefined;
+    if (request.params.task !== undefined) {
+      if (!canTask(tool) || taskStore === undefined || extra.taskStore === undefined) {
+        throw new McpError(McpErrorCode.InvalidParams, `${name} does not run as a task; call it without "task"`);
+      }
+      if (taskStore.running.size >= maxRunningTasks) {
+        throw new McpError(
+          McpErrorCode.InvalidRequest,
+          `${maxRunningTasks} tasks are already running, the most this server runs at once; wait for one to finish or cancel one (tasks/cancel)`,
+        );
+      }
+      const requested = extra.taskRequestedTtl;
+      const ttl = typeof requested === "number" && requested > 0 ? Math.min(requested, MAX_TASK_TTL_MS) : DEFAULT_TASK_TTL_MS;
+      const store = extra.taskStore;
+      const task = await store.createTask({ ttl, pollInterval: 500 });
+      const controller = new AbortController();
+      taskStore.running.set(task.taskId, controller);
+      const run = runToolCall(registry, name, `task-${task.taskId}`, args ?? {}, controller.signal).then(
+        async (result) => {
+          // A result that arrives after a cancellation is dropped: the task stays cancelled.
+          if (controller.signal.aborted) return;
+          await store.storeTaskResult(task.taskId, result.isError ? "failed" : "completed", toCallToolResult(result, structured));
+        },
+        () => undefined, // an AbortError: the task was cancelled or the server closed
+      );
+      const tracked = run.catch(() => undefined).finally(() => {
+        taskStore.running.delete(task.taskId);
+        inflight.delete(tracked);
+      });
+      inflight.add(tracked);
+      return { task } as unknown as CallToolResult;
+    }
     const call = runToolCall(registry, name, String(extra.requestId), args ?? {}, extra.signal);
     inflight.add(call);
+    answering.add(extra.requestId);
     try {
-      const result = await call;
-      return { content: [{ type: "text", text: result.content }], isError: result.isError };
+      return toCallToolResult(await call, structured);
     } finally {
       inflight.delete(call);
+      answering.delete(extra.requestId);
     }
   });
 
+  pending.set(server, () => inflight.size);
   const close = server.close.bind(server);
   server.close = async () => {
+    // The calls still running get an error answer before their signals abort (an aborted
+    // request is otherwise never answered, and a client would wait for it until its timeout).
+    const transport = server.transport;
+    for (const id of answering) {
+      const error = { code: McpErrorCode.ConnectionClosed, message: "the server closed; the call was cancelled (its processes were stopped)" };
+      await transport?.send({ jsonrpc: "2.0", id, error }, { relatedRequestId: id }).catch(() => undefined);
+    }
+    answering.clear();
+    for (const controller of taskStore?.running.values() ?? []) controller.abort(new Error("the server closed"));
     await close(); // aborts every running handler's signal
     await Promise.allSettled([...inflight]);
+    taskStore?.inner.cleanup();
   };
   return server;
 }
@@ -332,3 +467,6 @@ export class McpStdioTransport implements Transport {
     });
   }
 }
+
+export { createMcpHttpServer, isLoopbackHost, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH, MCP_PATH } from "./mcp-http.js";
+export type { McpHttpServer, McpHttpServerOptions } from "./mcp-http.js";

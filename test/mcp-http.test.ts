@@ -1,0 +1,417 @@
+// workcell's MCP server over Streamable HTTP: the MCP SDK's own StreamableHTTPClientTransport
+// talks to createMcpHttpServer (in process) and to `workcell mcp --http` (a child process).
+// Every refusal is also run with the thing it checks made right, so the refusal is shown to
+// come from that check.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmod, readFile, readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, test } from "vitest";
+import { createMcpHttpServer, type McpHttpServer, type McpHttpServerOptions } from "workcell/mcp";
+import { createCodingTools, type AnyTool } from "../dist/index.js";
+import { tempWorkspace } from "./helpers.js";
+
+const TOKEN = "test-token-0123456789abcdef";
+const BIN = join(import.meta.dirname, "..", "bin", "workcell.mjs");
+
+const servers: McpHttpServer[] = [];
+const clients: { client: Client; transport: StreamableHTTPClientTransport }[] = [];
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.client.close().catch(() => undefined);
+  for (const s of servers.splice(0)) await s.close();
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
+async function serve(root: string, options: Partial<McpHttpServerOptions> = {}) {
+  const server = createMcpHttpServer(root, { token: TOKEN, ...options });
+  servers.push(server);
+  const address = await server.listen();
+  return { server, ...address };
+}
+
+async function connect(url: string, token = TOKEN, headers: Record<string, string> = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}`, ...headers } },
+  });
+  const client = new Client({ name: "workcell-test", version: "1.0.0" });
+  await client.connect(transport);
+  const c = { client, transport };
+  clients.push(c);
+  return c;
+}
+
+const INIT = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+});
+
+function post(url: string, headers: Record<string, string>, body = INIT) {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body,
+  });
+}
+
+/** Processes on this machine whose command line contains `marker`. */
+async function processesWith(marker: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^[0-9]+$/.test(name) || Number(name) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes(marker)) found.push(Number(name));
+  }
+  return found;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A unique `sleep` duration: its text marks the processes of one test. */
+const sleepMarker = () => `300.${randomBytes(4).readUInt32BE(0)}`;
+
+/** Starts `workcell mcp --http ...`; resolves with the URL it prints once it listens. */
+function startCli(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  const child = spawn(process.execPath, [BIN, "mcp", ...args], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  children.push(child);
+  let err = "";
+  return new Promise((resolve, reject) => {
+    child.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+      const m = /on (http:\/\/\S+\/mcp)/.exec(err);
+      if (m) resolve({ child, url: m[1]!, stderr: () => err });
+    });
+    child.once("exit", (code) => reject(Object.assign(new Error(`workcell exited ${code}: ${err}`), { code, stderr: err })));
+  });
+}
+
+function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, "mcp", ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "ignore", "pipe"] });
+    children.push(child);
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGTERM"), 5_000);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr: err });
+    });
+  });
+}
+
+describe("workcell mcp over Streamable HTTP", () => {
+  test("the SDK's client lists the tools, each with an outputSchema, and calls them with the token", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "hello\n");
+    const { url } = await serve(root);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const { client } = await connect(url);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(createCodingTools(root).map((t) => t.name));
+    for (const t of tools) expect(t.outputSchema, t.name).toMatchObject({ type: "object" });
+    expect(tools.find((t) => t.name === "run_tests")!.execution).toEqual({ taskSupport: "optional" });
+    expect(tools.find((t) => t.name === "read_file")!.execution).toBeUndefined();
+
+    const read = await client.callTool({ name: "read_file", arguments: { path: "a.txt" } });
+    expect(read.isError).toBe(false);
+    expect(read.structuredContent).toMatchObject({ path: "a.txt", content: "hello\n", bytes: 6 });
+    expect(JSON.parse((read.content as { text: string }[])[0]!.text)).toEqual(read.structuredContent);
+
+    const write = await client.callTool({ name: "write_file", arguments: { path: "b.txt", content: "b\n" } });
+    expect(write.structuredContent).toEqual({ path: "b.txt", bytes: 2, created: true });
+    expect(await readFile(join(root, "b.txt"), "utf8")).toBe("b\n");
+
+    const refused = await client.callTool({ name: "read_file", arguments: { path: "../outside" } });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toBeUndefined();
+    expect(JSON.parse((refused.content as { text: string }[])[0]!.text).error.code).toBe("TOOL_ARGUMENTS_INVALID");
+  });
+
+  test("no token and a wrong token are 401; the right token on the same request is let in", async () => {
+    const { root } = await tempWorkspace();
+    const { url } = await serve(root);
+    const none = await post(url, {});
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(((await none.json()) as { error: { message: string } }).error.message).toMatch(/Authorization: Bearer/);
+    expect((await post(url, { authorization: `Bearer ${TOKEN}x` })).status).toBe(401);
+    expect((await post(url, { authorization: `Bearer ${TOKEN.slice(0, -1)}` })).status).toBe(401);
+    expect((await post(url, { authorization: TOKEN })).status).toBe(401);
+    expect((await post(url, { authorization: `Basic ${TOKEN}` })).status).toBe(401);
+    await expect(connect(url, "wrong-token-0123456789")).rejects.toThrow(/401|Unauthorized/i);
+    const ok = await post(url, { authorization: `Bearer ${TOKEN}` });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("mcp-session-id")).toMatch(/^[0-9a-f-]{36}$/);
+    await ok.body?.cancel();
+  });
+
+  test("a foreign Origin is 403 even with the token; an allowed Origin and no Origin are let in", async () => {
+    const { root } = await tempWorkspace();
+    const { url } = await serve(root, { allowOrigins: ["https://app.example.com"] });
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const foreign = await post(url, { ...auth, origin: "https://evil.example" });
+    expect(foreign.status).toBe(403);
+    expect(((await foreign.json()) as { error: { message: string } }).error.message).toMatch(/Origin/);
+    expect((await post(url, { ...auth, origin: "null" })).status).toBe(403);
+    await expect(connect(url, TOKEN, { origin: "http://127.0.0.1:1" })).rejects.toThrow(/403|Forbidden/i);
+    for (const headers of [auth, { ...auth, origin: "https://app.example.com" }]) {
+      const ok = await post(url, headers);
+      expect(ok.status).toBe(200);
+      await ok.body?.cancel();
+    }
+  });
+
+  test("a DNS-rebound Host is 403 on a loopback bind; a loopback Host is let in", async () => {
+    const { root } = await tempWorkspace();
+    const { port } = await serve(root);
+    const { request } = await import("node:http");
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          { host: "127.0.0.1", port, path: "/mcp", method: "POST", headers: { host, authorization: `Bearer ${TOKEN}`, "content-type": "application/json", accept: "application/json, text/event-stream" } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        req.on("error", reject);
+        req.end(INIT);
+      });
+    expect(await status(`attacker.example:${port}`)).toBe(403);
+    expect(await status(`localhost:${port}`)).toBe(200);
+  });
+
+  test("a non-loopback bind without public is refused at creation and by the CLI; with it, it binds", async () => {
+    const { root } = await tempWorkspace();
+    expect(() => createMcpHttpServer(root, { token: TOKEN, host: "0.0.0.0" })).toThrow(TypeError);
+    expect(() => createMcpHttpServer(root, { token: TOKEN, host: "0.0.0.0" })).toThrow(/not a loopback address.*public/);
+    expect(() => createMcpHttpServer(root, { token: TOKEN, host: "::" })).toThrow(/public/);
+    const refused = await runCli(["--http", "0.0.0.0:0", "--root", root], { WORKCELL_MCP_TOKEN: TOKEN });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/0\.0\.0\.0 is not a loopback address.*--public/);
+    const { url, port } = await serve(root, { host: "0.0.0.0", public: true });
+    expect(url).toContain(`:${port}/mcp`);
+    const res = await fetch(`http://127.0.0.1:${port}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: INIT });
+    expect(res.status).toBe(401); // public changes where it listens, never the token check
+  });
+
+  test("short tokens, unknown options and a missing token are refused", async () => {
+    const { root } = await tempWorkspace();
+    expect(() => createMcpHttpServer(root, { token: "short" })).toThrow(/at least 16/);
+    expect(() => createMcpHttpServer(root, { token: TOKEN, maxSesions: 3 } as never)).toThrow(/maxSesions: unknown option/);
+    const none = await runCli(["--http", "127.0.0.1:0", "--root", root]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/needs a token/);
+    const stray = await runCli(["--root", root, "--public"]);
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toMatch(/--public applies to --http/);
+  });
+
+  test("a token file readable by others is refused; chmod 600 makes it work", async () => {
+    const { root, parent } = await tempWorkspace();
+    const file = join(parent, "token");
+    await writeFile(file, `${TOKEN}\n`);
+    await chmod(file, 0o644);
+    const refused = await runCli(["--http", "127.0.0.1:0", "--root", root, "--token-file", file]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/readable or writable by others than its owner \(mode 644\); run chmod 600/);
+    await chmod(file, 0o640);
+    expect((await runCli(["--http", "127.0.0.1:0", "--root", root, "--token-file", file])).code).toBe(2);
+    await chmod(file, 0o600);
+    const { child, url } = await startCli(["--http", "127.0.0.1:0", "--root", root, "--token-file", file]);
+    const { client } = await connect(url);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+    child.kill("SIGTERM");
+    expect(await new Promise((r) => child.once("exit", (code) => r(code)))).toBe(0);
+  });
+
+  test("a body over maxBodyBytes is 413 and the server goes on", async () => {
+    const { root } = await tempWorkspace();
+    const { url } = await serve(root, { maxBodyBytes: 64 * 1024 });
+    const { client } = await connect(url);
+    const big = await client.callTool({ name: "write_file", arguments: { path: "big.txt", content: "x".repeat(100_000) } }).catch((e: Error) => e);
+    expect(String(big)).toMatch(/413|Payload Too Large/);
+    const raw = await post(url, { authorization: `Bearer ${TOKEN}` }, " ".repeat(70_000) + INIT);
+    expect(raw.status).toBe(413);
+    const ok = await client.callTool({ name: "write_file", arguments: { path: "small.txt", content: "x".repeat(1000) } });
+    expect(ok.isError).toBe(false);
+  });
+
+  test("sessions beyond maxSessions are 503; closing one makes room", async () => {
+    const { root } = await tempWorkspace();
+    const { url, server } = await serve(root, { maxSessions: 2 });
+    const a = await connect(url);
+    await connect(url);
+    expect(server.sessionCount).toBe(2);
+    const third = await post(url, { authorization: `Bearer ${TOKEN}` });
+    expect(third.status).toBe(503);
+    await a.transport.terminateSession();
+    await until("a closed session", async () => server.sessionCount === 1);
+    await connect(url);
+    expect(server.sessionCount).toBe(2);
+  });
+
+  test("each session has its own tools, closed when its session ends and no other", async () => {
+    const { root } = await tempWorkspace();
+    const made: { tools: AnyTool[]; closed: number }[] = [];
+    const { url, server } = await serve(root, {
+      createTools: (r) => {
+        const entry = { tools: [] as AnyTool[], closed: 0 };
+        entry.tools = createCodingTools(r).map((t) => ({ ...t, close: () => void (entry.closed += 1) }));
+        made.push(entry);
+        return entry.tools;
+      },
+    });
+    const before = made.length; // the tool set made once at creation to check the workspace
+    const a = await connect(url);
+    const b = await connect(url);
+    expect(made.length).toBe(before + 2);
+    const [ta, tb] = made.slice(before);
+    expect(ta!.tools[0]).not.toBe(tb!.tools[0]);
+    await a.transport.terminateSession();
+    await until("session a's tools closed", async () => ta!.closed === ta!.tools.length);
+    expect(tb!.closed).toBe(0);
+    expect((await b.client.callTool({ name: "list_files", arguments: {} })).isError).toBe(false);
+    expect(server.sessionCount).toBe(1);
+    await server.close();
+    expect(tb!.closed).toBe(tb!.tools.length);
+  });
+
+  test("a session idle past idleTimeoutMs is closed with its tools; a running call keeps it open", async () => {
+    const { root } = await tempWorkspace();
+    let closed = 0;
+    const { url, server } = await serve(root, {
+      idleTimeoutMs: 300,
+      createTools: (r) => createCodingTools(r).map((t) => ({ ...t, close: () => void (closed += 1) })),
+    });
+    closed = 0; // the tool set made at creation to check the workspace
+    const marker = sleepMarker();
+    const busy = await connect(url);
+    const call = busy.client.callTool({ name: "run_command", arguments: { argv: ["sh", "-c", `sleep 1.2; : ${marker}`] } });
+    const idle = await connect(url);
+    const sid = idle.transport.sessionId!;
+    await until("the idle session closed", async () => server.sessionCount === 1);
+    const gone = await post(url, { authorization: `Bearer ${TOKEN}`, "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" }, JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }));
+    expect(gone.status).toBe(404);
+    const result = await call;
+    expect(result.isError).toBe(false);
+    expect(result.structuredContent).toMatchObject({ exitCode: 0 });
+    await until("the busy session idled out after its call", async () => server.sessionCount === 0);
+    expect(closed).toBe(2 * createCodingTools(root).length);
+  });
+
+  test("run_tests as a task: polled to completion; another cancelled, which kills its process tree", { timeout: 60_000 }, async () => {
+    const { root } = await tempWorkspace();
+    const marker = sleepMarker();
+    await writeFile(join(root, "ok.test.mjs"), "import test from 'node:test';\ntest('ok', () => {});\n");
+    await writeFile(
+      join(root, "slow.test.mjs"),
+      `import test from 'node:test';\nimport { execFileSync } from 'node:child_process';\ntest('slow', () => { execFileSync('sleep', ['${marker}']); });\n`,
+    );
+    const { url } = await serve(root);
+    const { client } = await connect(url);
+
+    const created = await client.request(
+      { method: "tools/call", params: { name: "run_tests", arguments: { runner: "node", args: ["ok.test.mjs"] }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    expect(created.task.status).toBe("working");
+    const done = await until("the task finished", async () => {
+      const t = await client.experimental.tasks.getTask(created.task.taskId);
+      return t.status === "working" ? undefined : t;
+    });
+    expect(done.status).toBe("completed");
+    const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    expect(result.structuredContent).toMatchObject({ status: "passed", passed: 1 });
+    expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toContain(created.task.taskId);
+
+    const slow = await client.request(
+      { method: "tools/call", params: { name: "run_tests", arguments: { runner: "node", args: ["slow.test.mjs"] }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    await until("the slow test's sleep", async () => (await processesWith(marker)).length > 0);
+    const cancelled = await client.experimental.tasks.cancelTask(slow.task.taskId);
+    expect(cancelled.status).toBe("cancelled");
+    await until("no process of the cancelled task", async () => (await processesWith(marker)).length === 0);
+    expect((await client.experimental.tasks.getTask(slow.task.taskId)).status).toBe("cancelled");
+
+    // A tool without taskSupport refuses to run as a task.
+    await expect(
+      client.request({ method: "tools/call", params: { name: "read_file", arguments: { path: "ok.test.mjs" }, task: {} } }, CreateTaskResultSchema),
+    ).rejects.toThrow(/does not run as a task/);
+  });
+
+  test("SIGTERM: the CLI stops accepting, kills the running calls' processes and exits 0", { timeout: 30_000 }, async () => {
+    const { root } = await tempWorkspace();
+    const marker = sleepMarker();
+    const { child, url, stderr } = await startCli(["--http", "127.0.0.1:0", "--root", root], { WORKCELL_MCP_TOKEN: TOKEN });
+    const { client } = await connect(url);
+    const call = client.callTool({ name: "run_command", arguments: { argv: ["sleep", marker] } }).then(
+      () => new Error("the call was answered"),
+      (e: Error) => e,
+    );
+    await until("the running sleep", async () => (await processesWith(marker)).length > 0);
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(await processesWith(marker)).toEqual([]);
+    expect(stderr()).toMatch(/stopped \(SIGTERM\)/);
+    // The call still running was answered with an error, not left waiting.
+    expect(String(await call)).toMatch(/server closed; the call was cancelled/);
+    await expect(fetch(url, { method: "POST", body: INIT })).rejects.toThrow();
+  });
+
+  test("load: 20 sessions x 25 concurrent calls all answered, memory back within bounds, no process left", { timeout: 120_000 }, async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "x".repeat(4096));
+    const marker = sleepMarker();
+    const { child, url } = await startCli(["--http", "127.0.0.1:0", "--root", root, "--max-sessions", "24"], { WORKCELL_MCP_TOKEN: TOKEN });
+    const rss = async () => Number(/VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${child.pid}/status`, "utf8"))![1]) * 1024;
+    const warm = await connect(url);
+    for (let i = 0; i < 50; i++) await warm.client.callTool({ name: "read_file", arguments: { path: "a.txt" } });
+    await warm.transport.terminateSession();
+    const before = await rss();
+
+    const sessions = await Promise.all(Array.from({ length: 20 }, () => connect(url)));
+    // One long-running process per session, left running when the sessions close.
+    const sleeps = sessions.map((s) => s.client.callTool({ name: "run_command", arguments: { argv: ["sleep", marker] } }).catch((e: Error) => e));
+    const results = await Promise.all(
+      sessions.flatMap((s) => Array.from({ length: 25 }, () => s.client.callTool({ name: "read_file", arguments: { path: "a.txt" } }))),
+    );
+    expect(results).toHaveLength(500);
+    for (const r of results) expect(r.structuredContent).toMatchObject({ path: "a.txt", bytes: 4096 });
+    await until("every session's sleep", async () => (await processesWith(marker)).length >= 20);
+    const peak = await rss();
+
+    await Promise.all(sessions.map((s) => s.transport.terminateSession()));
+    await until("no process left", async () => (await processesWith(marker)).length === 0);
+    // The client ended the sessions itself: closing it fails its calls still waiting.
+    await Promise.all(sessions.map((s) => s.client.close()));
+    for (const r of await Promise.all(sleeps)) expect(r).toBeInstanceOf(Error);
+    // The heap settles once the sessions' objects are collected: RSS stays within a generous bound.
+    const after = await until("memory back within bounds", async () => {
+      const now = await rss();
+      return now < before + 128 * 1024 * 1024 ? now : undefined;
+    });
+    expect(after).toBeLessThan(before + 128 * 1024 * 1024);
+    expect(peak).toBeGreaterThan(0);
+    child.kill("SIGTERM");
+  });
+});

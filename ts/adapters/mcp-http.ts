@@ -1,0 +1,432 @@
+// Remote MCP: workcell's tools over MCP's Streamable HTTP transport (the SDK's
+// StreamableHTTPServerTransport), for clients on other machines. Every request is checked before
+// the SDK sees it: the Host (a loopback bind), the Origin (DNS rebinding), the bearer token
+// (compared in constant time), the method and the body size. Every MCP session gets its own
+// tool set (its own process table) and its own MCP server; the session's tools are closed when
+// the client ends it (DELETE), when it idles out, and when the server shuts down.
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import { isIP } from "node:net";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { isInitializeRequest, type Implementation, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { CODING_TOOLS_OPTIONS, createCodingTools, type CodingToolsOptions } from "../coding.js";
+import { checkOptions, declareOptions, option } from "../options.js";
+import type { AnyTool } from "../tool.js";
+import { MCP_SERVER_OPTIONS, createMcpServer, pendingCalls } from "./mcp.js";
+
+/** Default of `idleTimeoutMs`: a session with no request and no running call for 15 minutes is closed. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 900_000;
+/** Default of `maxSessions`. */
+export const DEFAULT_MAX_SESSIONS = 32;
+/** Default of `maxBodyBytes` (4 MiB: the largest tool arguments with JSON escaping, and more). */
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** The shortest bearer token accepted. */
+export const MIN_TOKEN_LENGTH = 16;
+/** The path MCP is served on. */
+export const MCP_PATH = "/mcp";
+
+/** Options of `createMcpHttpServer`. */
+export interface McpHttpServerOptions {
+  /** The bearer token every request must carry (`Authorization: Bearer TOKEN`); at least 16 characters. */
+  token: string;
+  /** The address to bind (default `127.0.0.1`). A non-loopback address needs `public: true`. */
+  host?: string;
+  /** The TCP port (default 0: any free port; `listen()` says which). */
+  port?: number;
+  /** Allow binding a non-loopback address (default false). */
+  public?: boolean;
+  /**
+   * The `Origin` values a request may carry (exact, such as `https://app.example.com`). A
+   * request with any other Origin is refused (403); a request without one (a non-browser
+   * client) is let through to the token check.
+   */
+  allowOrigins?: readonly string[];
+  /** A session with no request and no running call for this long is closed (default 900,000 ms). */
+  idleTimeoutMs?: number;
+  /** At most this many sessions at once (default 32); a new one beyond is refused with 503. */
+  maxSessions?: number;
+  /** The largest request body read (default 4 MiB); a larger one is answered 413 unread. */
+  maxBodyBytes?: number;
+  /** Options of the `createCodingTools` each session gets (ignored with `createTools`). */
+  tools?: CodingToolsOptions;
+  /** Makes one session's tools (default: `createCodingTools(root, options.tools)`). */
+  createTools?: (root: string) => readonly AnyTool[];
+  /** The server's name and version for MCP's initialize. */
+  info?: Implementation;
+  /** Instructions the server gives each client at initialization. */
+  instructions?: string;
+  /** Annotations by tool name (see `createMcpServer`). */
+  annotations?: Record<string, ToolAnnotations>;
+  /** Called with one line for each session opened or closed (for a log). */
+  onLog?: (line: string) => void;
+}
+
+/** A server made by `createMcpHttpServer`. */
+export interface McpHttpServer {
+  /** Starts listening; resolves with the address and the URL to give clients. */
+  listen(): Promise<{ host: string; port: number; url: string }>;
+  /**
+   * Graceful shutdown: stops accepting connections, aborts every running call (the tools'
+   * AbortSignals: a process tool kills its process tree), closes every session's tools and
+   * resolves when all of it is done and every connection is closed.
+   */
+  close(): Promise<void>;
+  /** How many MCP sessions are open. */
+  readonly sessionCount: number;
+  /** The Node.js HTTP server. */
+  readonly httpServer: HttpServer;
+}
+
+interface Session {
+  id: string;
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+  tools: readonly AnyTool[];
+  lastSeen: number;
+  /** POST requests of this session being answered now. */
+  active: number;
+  closed?: Promise<void>;
+}
+
+/** The options of `createMcpHttpServer` (see ts/options.ts). */
+export const MCP_HTTP_OPTIONS = declareOptions("createMcpHttpServer", {
+  instructions: MCP_SERVER_OPTIONS.instructions,
+  annotations: MCP_SERVER_OPTIONS.annotations,
+  token: option.string("the bearer token clients must send", true),
+  host: option.string("the address to bind", true),
+  port: option.integer(0, 65535, "the port to bind (0: any free port)"),
+  public: option.boolean("allow a non-loopback bind"),
+  allowOrigins: option.strings("the Origin values allowed"),
+  idleTimeoutMs: option.integer(1, Number.MAX_SAFE_INTEGER, "how long an idle session is kept"),
+  maxSessions: option.integer(1, Number.MAX_SAFE_INTEGER, "the most sessions open at once"),
+  maxBodyBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the largest request body"),
+  tools: { kind: { type: "object", spec: CODING_TOOLS_OPTIONS }, doc: "the options of each session's createCodingTools" },
+  createTools: option.function("makes each session's tools"),
+  info: option.object(
+    {
+      name: option.string("the server's name"),
+      version: option.string("its version"),
+      title: option.string("a title for people"),
+      websiteUrl: option.string("a web page"),
+    },
+    "the server's name and version",
+  ),
+  onLog: option.function("called with a line per session opened or closed"),
+} as const);
+
+/** Whether `host` names this machine's loopback interface only. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  if (h.toLowerCase() === "localhost") return true;
+  if (isIP(h) === 4) return h.startsWith("127.");
+  if (isIP(h) === 6) return h === "::1" || /^(0{0,4}:){7}0{0,3}1$/.test(h) || h.toLowerCase() === "::ffff:127.0.0.1";
+  return false;
+}
+
+/** The hostname part of a Host header (`[::1]:8080` -> `[::1]`, `localhost:80` -> `localhost`). */
+function hostOf(header: string): string {
+  if (header.startsWith("[")) {
+    const end = header.indexOf("]");
+    return end === -1 ? header : header.slice(0, end + 1);
+  }
+  const colon = header.lastIndexOf(":");
+  return colon === -1 ? header : header.slice(0, colon);
+}
+
+function positive(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(`workcell: createMcpHttpServer options.${name} must be a positive integer (got ${String(value)})`);
+  }
+  return value;
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text, "utf8").digest();
+}
+
+function sendJson(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+/** Reads a request body of at most `max` bytes; resolves undefined (and answers 413) past it. */
+function readBody(req: IncomingMessage, res: ServerResponse, max: number): Promise<Buffer | undefined> {
+  const declared = req.headers["content-length"];
+  if (declared !== undefined && Number(declared) > max) {
+    sendJson(res, 413, `Payload Too Large: the request body is over ${max} bytes, the most this server reads; send smaller arguments`, {
+      connection: "close",
+    });
+    req.resume();
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on("data", (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > max) {
+        over = true;
+        chunks.length = 0;
+        sendJson(res, 413, `Payload Too Large: the request body is over ${max} bytes, the most this server reads; send smaller arguments`, {
+          connection: "close",
+        });
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => {
+      if (!over) resolve(Buffer.concat(chunks, size));
+    });
+    req.on("error", reject);
+  });
+}
+
+/**
+ * Creates (without starting) an MCP server over Streamable HTTP for the workspace `root`,
+ * served on `/mcp`. Every request must carry `Authorization: Bearer TOKEN` (401 otherwise); an
+ * `Origin` not in `allowOrigins` is refused (403), as is a `Host` other than a loopback name
+ * while bound to loopback; a body over `maxBodyBytes` is 413; a new session beyond
+ * `maxSessions` is 503. Each session gets its own tools (`createCodingTools(root, tools)`), and
+ * they are closed when the session ends, idles out or the server closes.
+ * Throws a `TypeError` for a misconfiguration: a short token, a non-loopback host without
+ * `public: true`, an unknown option, a workspace that cannot be opened.
+ */
+export function createMcpHttpServer(root: string, options: McpHttpServerOptions): McpHttpServer {
+  if (typeof options !== "object" || options === null) throw new TypeError("workcell: createMcpHttpServer needs options with a token");
+  checkOptions("createMcpHttpServer", MCP_HTTP_OPTIONS, options);
+  const { token } = options;
+  if (typeof token !== "string" || token.length < MIN_TOKEN_LENGTH) {
+    throw new TypeError(`workcell: createMcpHttpServer options.token must be a string of at least ${MIN_TOKEN_LENGTH} characters`);
+  }
+  const host = options.host ?? "127.0.0.1";
+  if (typeof host !== "string" || host === "") throw new TypeError("workcell: createMcpHttpServer options.host must be a non-empty string");
+  const isPublic = options.public ?? false;
+  if (typeof isPublic !== "boolean") throw new TypeError("workcell: createMcpHttpServer options.public must be true or false");
+  const loopback = isLoopbackHost(host);
+  if (!loopback && !isPublic) {
+    throw new TypeError(
+      `workcell: ${host} is not a loopback address; binding it serves the workspace to the network: pass public: true (--public) to mean it`,
+    );
+  }
+  const port = options.port ?? 0;
+  if (!Number.isSafeInteger(port) || port < 0 || port > 65535) throw new TypeError("workcell: createMcpHttpServer options.port must be 0-65535");
+  const allowOrigins = options.allowOrigins ?? [];
+  if (!Array.isArray(allowOrigins) || allowOrigins.some((o) => typeof o !== "string" || o === "")) {
+    throw new TypeError("workcell: createMcpHttpServer options.allowOrigins must be an array of origins such as https://app.example.com");
+  }
+  const origins = new Set(allowOrigins);
+  const idleTimeoutMs = positive("idleTimeoutMs", options.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS);
+  const maxSessions = positive("maxSessions", options.maxSessions, DEFAULT_MAX_SESSIONS);
+  const maxBodyBytes = positive("maxBodyBytes", options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES);
+  if (options.createTools !== undefined && typeof options.createTools !== "function") {
+    throw new TypeError("workcell: createMcpHttpServer options.createTools must be a function");
+  }
+  const makeTools = options.createTools ?? ((r: string) => createCodingTools(r, options.tools));
+  const log = options.onLog ?? (() => undefined);
+  // Open the workspace once now, so a bad root or bad tool options fail here, not per session.
+  void closeTools(makeTools(root));
+
+  const expected = digest(token);
+  const sessions = new Map<string, Session>();
+  let starting = 0;
+  let stopping: Promise<void> | undefined;
+
+  async function closeTools(tools: readonly AnyTool[]): Promise<void> {
+    await Promise.allSettled(tools.map(async (t) => (t as { close?: () => unknown }).close?.()));
+  }
+
+  function closeSession(s: Session, why: string): Promise<void> {
+    if (s.closed) return s.closed;
+    sessions.delete(s.id);
+    s.closed = (async () => {
+      s.server.onclose = undefined;
+      await s.server.close().catch(() => undefined); // aborts its calls and waits for them
+      await closeTools(s.tools);
+      log(`session ${s.id} closed (${why}); ${sessions.size} open`);
+    })();
+    return s.closed;
+  }
+
+  function authorized(req: IncomingMessage): boolean {
+    const header = req.headers.authorization;
+    const m = typeof header === "string" ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
+    // Digests of equal length, compared in constant time whatever the token sent.
+    return timingSafeEqual(digest(m ? m[1]! : ""), expected) && m !== null;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? "/";
+    const path = url.split("?")[0];
+    if (stopping) return sendJson(res, 503, "Service Unavailable: the server is shutting down", { connection: "close" });
+    if (loopback && !isPublic) {
+      const h = req.headers.host;
+      if (typeof h !== "string" || !isLoopbackHost(hostOf(h))) {
+        return sendJson(res, 403, "Forbidden: this server answers only requests addressed to a loopback name (Host header)");
+      }
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !origins.has(origin)) {
+      return sendJson(res, 403, `Forbidden: Origin ${JSON.stringify(origin)} is not allowed (the server's --allow-origin list)`);
+    }
+    if (!authorized(req)) {
+      req.resume();
+      return sendJson(res, 401, "Unauthorized: send the server's token as Authorization: Bearer TOKEN", {
+        "www-authenticate": 'Bearer realm="workcell"',
+      });
+    }
+    if (path !== MCP_PATH) return sendJson(res, 404, `Not Found: MCP is served on ${MCP_PATH}`);
+    if (req.method !== "POST" && req.method !== "GET" && req.method !== "DELETE") {
+      return sendJson(res, 405, "Method Not Allowed: use POST, GET or DELETE", { allow: "POST, GET, DELETE" });
+    }
+
+    let body: unknown;
+    if (req.method === "POST") {
+      const raw = await readBody(req, res, maxBodyBytes);
+      if (raw === undefined) return;
+      try {
+        body = JSON.parse(raw.toString("utf8"));
+      } catch {
+        const text = JSON.stringify({ jsonrpc: "2.0", error: { code: -32700, message: "Parse error: the body is not JSON" }, id: null });
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(text);
+        return;
+      }
+    }
+
+    const sid = req.headers["mcp-session-id"];
+    if (typeof sid === "string") {
+      const s = sessions.get(sid);
+      if (!s) return sendJson(res, 404, "Not Found: no such session (it ended or idled out); initialize a new one");
+      s.lastSeen = Date.now();
+      // A POST (a request, a notification, a poll) keeps the session busy until it is answered;
+      // the GET stream a client keeps open for server messages does not.
+      if (req.method === "POST") {
+        s.active += 1;
+        res.once("close", () => {
+          s.active -= 1;
+          s.lastSeen = Date.now();
+        });
+      }
+      await s.transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method !== "POST" || !(isInitializeRequest(body) || (Array.isArray(body) && body.some((m) => isInitializeRequest(m))))) {
+      return sendJson(res, 400, "Bad Request: send the Mcp-Session-Id header, or an initialize request to start a session");
+    }
+    if (sessions.size + starting >= maxSessions) {
+      return sendJson(res, 503, `Service Unavailable: ${maxSessions} sessions are open, the most this server keeps; close one (DELETE) or retry later`, {
+        "retry-after": "10",
+      });
+    }
+    starting += 1;
+    let tools: readonly AnyTool[];
+    try {
+      tools = makeTools(root);
+    } catch (err) {
+      starting -= 1;
+      return sendJson(res, 500, `Internal Server Error: cannot open the workspace: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const server = createMcpServer(tools, options.info, {
+      ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+      ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
+    });
+    let session: Session | undefined;
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      maxRequestBodySize: maxBodyBytes,
+      // Each POST is answered with one JSON body rather than an SSE stream: the tools send no
+      // notifications during a call, and JSON costs a quarter to a third less CPU per call on
+      // both ends (measured with the SDK's client). Server messages still go on the GET stream.
+      enableJsonResponse: true,
+      onsessioninitialized: (id) => {
+        session = { id, transport, server, tools, lastSeen: Date.now(), active: 1, closed: undefined };
+        sessions.set(id, session);
+        log(`session ${id} opened; ${sessions.size} open`);
+      },
+    });
+    server.onclose = () => {
+      if (session) void closeSession(session, "ended by the client");
+    };
+    try {
+      await server.connect(transport);
+      res.once("close", () => {
+        if (session) {
+          session.active -= 1;
+          session.lastSeen = Date.now();
+        }
+      });
+      await transport.handleRequest(req, res, body);
+    } finally {
+      starting -= 1;
+      if (!session) {
+        server.onclose = undefined;
+        await server.close().catch(() => undefined);
+        await closeTools(tools);
+      } else if (stopping) {
+        await closeSession(session, "the server is shutting down");
+      }
+    }
+  }
+
+  // A request must arrive whole within 2 minutes (headers within 30 s); answers may take longer.
+  const httpServer = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      sendJson(res, 500, `Internal Server Error: ${err instanceof Error ? err.message : String(err)}`);
+    });
+  });
+  httpServer.maxConnections = Math.max(256, maxSessions * 32);
+
+  // Idle sessions: no request being answered, no call or task running, nothing seen for idleTimeoutMs.
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const s of sessions.values()) {
+        if (s.active === 0 && pendingCalls(s.server) === 0 && now - s.lastSeen >= idleTimeoutMs) {
+          void closeSession(s, `idle for ${idleTimeoutMs} ms`);
+        }
+      }
+    },
+    Math.max(10, Math.min(30_000, Math.floor(idleTimeoutMs / 4))),
+  );
+  sweep.unref();
+
+  return {
+    httpServer,
+    get sessionCount() {
+      return sessions.size;
+    },
+    listen() {
+      return new Promise((resolve, reject) => {
+        httpServer.once("error", reject);
+        httpServer.listen(port, host, () => {
+          httpServer.off("error", reject);
+          const addr = httpServer.address();
+          const bound = typeof addr === "object" && addr !== null ? addr : { address: host, port };
+          const shown = bound.address.includes(":") ? `[${bound.address}]` : bound.address;
+          resolve({ host: bound.address, port: bound.port, url: `http://${shown}:${bound.port}${MCP_PATH}` });
+        });
+      });
+    },
+    close() {
+      if (stopping) return stopping;
+      stopping = (async () => {
+        clearInterval(sweep);
+        const closedHttp = new Promise<void>((done) => httpServer.close(() => done()));
+        await Promise.allSettled([...sessions.values()].map((s) => closeSession(s, "the server is shutting down")));
+        httpServer.closeAllConnections();
+        if (httpServer.listening) await closedHttp;
+      })();
+      return stopping;
+    },
+  };
+}
