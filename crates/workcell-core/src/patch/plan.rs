@@ -440,8 +440,10 @@ fn keep_old<'a>(r: &'a Resolved, id: Identity, shown: &str, old: &[u8], mode: u3
         Ok(k) => Ok(k),
         Err(e) if e.code == Code::IoError => {
             let mut copy = stage(r, shown, old, mode, before)?;
-            copy.installed = true; // from now on the Kept owns the name
-            Ok(Kept { dir: &r.dir, name: copy.name.clone(), id: copy.id, live: true })
+            copy.link().map_err(|e| Error::from_io(&e, shown))?;
+            // From now on the Kept owns the name.
+            let name = copy.take_name().expect("linked above");
+            Ok(Kept { dir: &r.dir, name, id: copy.id, live: true })
         }
         Err(e) => Err(e),
     }
@@ -508,8 +510,17 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, canc
     }
     let diff_text = diff::bound(diff_text);
 
-    // 2. Stage.
+    // 2. Stage, in directories rid of what a killed host left there.
     cancel.check()?;
+    let mut swept: Vec<Identity> = Vec::new();
+    for e in entries {
+        for r in std::iter::once(&e.src).chain(e.dest.as_ref()) {
+            if !swept.contains(&r.dir_id) {
+                write::sweep(&r.dir);
+                swept.push(r.dir_id);
+            }
+        }
+    }
     let mut temps: Vec<Temp> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
     let mut steps: Vec<Step> = Vec::new();
@@ -563,7 +574,12 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, canc
         let result = match step {
             Step::Write { at, temp, noreplace, .. } => match injected(i) {
                 Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
-                None => rename(&at.dir, &temps[*temp].name, &at.dir, &at.name, *noreplace).map(|()| None),
+                // The staged content gets its name only now, for the instant of the rename.
+                None => temps[*temp]
+                    .link()
+                    .map(|n| n.to_os_string())
+                    .and_then(|n| rename(&at.dir, &n, &at.dir, &at.name, *noreplace))
+                    .map(|()| None),
             },
             Step::Remove { at, shown, expect } => match injected(i) {
                 Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
@@ -678,6 +694,21 @@ fn remove_to_kept<'a>(at: &'a Resolved, shown: &str, expect: Existing) -> std::i
     Err(std::io::Error::from_raw_os_error(libc::EEXIST))
 }
 
+/// A staged name left on purpose (the only copy of an old content a failed undo could not put
+/// back) is renamed to a plain random `.workcell-tmp-*` name, which no sweep removes; the name
+/// it is under in the end.
+fn preserve(at: &Resolved, name: &OsStr) -> OsString {
+    for _ in 0..16 {
+        let plain = OsString::from(crate::temp_name::random_name(write::TEMP_PREFIX, 12));
+        match rename(&at.dir, name, &at.dir, &plain, true) {
+            Ok(()) => return plain,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+            Err(_) => break,
+        }
+    }
+    name.to_os_string()
+}
+
 /// Undoes one install step. On failure, what could not be put back (and where its old
 /// content was left: a staged name is never removed when it is the only copy).
 fn undo(step: &Step, temps: &[Temp], kept: &mut [Kept], removed: Option<Kept>) -> std::result::Result<(), String> {
@@ -687,7 +718,7 @@ fn undo(step: &Step, temps: &[Temp], kept: &mut [Kept], removed: Option<Kept>) -
             // Either way the staged name must not be removed now: renamed back, it is the file.
             keep.live = false;
             rename(&at.dir, &keep.name, &at.dir, &at.name, false)
-                .map_err(|_| format!("{shown} (its old content is kept as {})", keep.name.to_string_lossy()))
+                .map_err(|_| format!("{shown} (its old content is kept as {})", preserve(at, &keep.name).to_string_lossy()))
         }
         Step::Write { at, shown, temp, old: None, .. } => {
             let id = temps[*temp].id;
@@ -702,7 +733,7 @@ fn undo(step: &Step, temps: &[Temp], kept: &mut [Kept], removed: Option<Kept>) -
             let Some(mut k) = removed else { return Err(shown.to_string()) };
             k.live = false;
             rename(&at.dir, &k.name, &at.dir, &at.name, true)
-                .map_err(|_| format!("{shown} (it is kept as {})", k.name.to_string_lossy()))
+                .map_err(|_| format!("{shown} (it is kept as {})", preserve(at, &k.name).to_string_lossy()))
         }
     }
 }
