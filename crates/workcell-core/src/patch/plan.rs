@@ -14,23 +14,24 @@
 //!    compute its new content; an Add or a Move destination must not exist (`FILE_EXISTS`), a
 //!    Delete must name a file or symlink; `expectedHashes` are compared; the diff is computed
 //!    (bounded, cancellable). Nothing has changed yet.
-//! 2. stage: each new content is written to a `.workcell-tmp-*` sibling of its target
-//!    (`O_CREAT|O_EXCL|O_NOFOLLOW`, the old file's permission bits, fsynced); each file to be
-//!    replaced gets a hard link under another `.workcell-tmp-*` name: its old content, kept
-//!    staged until the end.
+//! 2. stage: each directory staged in is swept of the names a killed host left
+//!    ([`write::sweep`]); each new content is written to an unnamed file beside its target
+//!    (`O_TMPFILE`, or a `.workcell-tmp-*` sibling where there is none; the old file's
+//!    permission bits, fsynced); each file to be replaced gets a hard link under a
+//!    `.workcell-tmp-*` name: its old content, kept staged until the end.
 //! 3. recheck: cancellation, the root, every parent directory and every target are what they
 //!    were when computed. This is the last point where cancellation stops the patch.
-//! 4. install, in patch order, each step one rename: a new content over its target (or onto a
-//!    free name with `RENAME_NOREPLACE`), a removed name onto a staged name. Each reader sees
+//! 4. install, in patch order, each step one rename: a new content (named just before) over its
+//!    target (or onto a free name with `RENAME_NOREPLACE`), a removed name onto a staged name. Each reader sees
 //!    the whole old or the whole new file. If a step fails, the steps already done are undone
 //!    in reverse (the old content renamed back, a created file removed, a removed name renamed
 //!    back) and the failure is reported.
 //! 5. fsync the directories, remove the staged old contents.
 //!
-//! No `.workcell-tmp-*` survives a call that ended. A host killed in the middle of step 4
-//! leaves every file whole (each step is one rename) but the patch possibly half applied, and
-//! its staged names behind: they are `.workcell-tmp-*` entries with random names, which no
-//! later call reuses or trips on.
+//! No `.workcell-tmp-*` survives a call that ended. A host killed in the middle of steps 2 to
+//! 5 leaves every file whole (each step is one rename) but the patch possibly half applied, and
+//! some staged names behind; they record the host's process, and the next call staging in
+//! their directory removes them once that process has provably exited ([`write::sweep`]).
 
 use std::ffi::{OsStr, OsString};
 use std::io::{Read as _, Write as _};
