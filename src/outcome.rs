@@ -37,6 +37,15 @@ impl<T: Serialize> ToNapiValue for Json<T> {
 
 type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<Json<Outcome<T>>> + Send>;
 
+/// A promise and the function that settles it, from any thread, with a call's outcome (for the
+/// calls that take their queue places synchronously and then run on the core's own tasks).
+pub fn settled_by<'env, T: Serialize + Send + 'static>(
+    env: &'env Env,
+) -> napi::Result<(Object<'env>, impl FnOnce(workcell_core::Result<T>) + Send + 'static)> {
+    let (deferred, promise) = env.create_deferred::<Json<Outcome<T>>, Resolver<T>>()?;
+    Ok((promise, move |out: workcell_core::Result<T>| deferred.resolve(Box::new(move |_env| Ok(Json(Outcome::from(out)))))))
+}
+
 /// Runs `f` on `lane`'s threads and resolves to its outcome; never rejects for a tool error
 /// (a panic in `f` is an internal `IO_ERROR`).
 pub fn on_pool<'env, T: Serialize + Send + 'static>(

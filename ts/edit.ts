@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -98,10 +98,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
     },
     async execute(input: EditInput, context: ToolContext): Promise<EditOutput> {
       // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.editFile(input.path, input.edits, limit, cancel, input.expectedHash, guard),
-      );
-      return { path: r.path!, edits: r.edits!, bytes: r.bytes!, diff: r.diff! };
+      return callCore(context?.signal, (cancel) => ws.editFile(input.path, input.edits, limit, cancel, input.expectedHash, guard));
     },
   };
 }

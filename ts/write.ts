@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -84,10 +84,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
     },
     async execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
       // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard),
-      );
-      return { path: r.path!, bytes: r.bytes!, created: r.created! };
+      return callCore(context?.signal, (cancel) => ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard));
     },
   };
 }

@@ -22,7 +22,8 @@ pub const TEMP_PREFIX: &str = ".workcell-tmp-";
 /// Mode of a newly created file.
 pub const NEW_FILE_MODE: u32 = 0o644;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WriteOutput {
     /// The normalized path, as given (a symlink's name, not its target's).
     pub path: String,
