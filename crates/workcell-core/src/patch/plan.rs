@@ -266,12 +266,7 @@ fn read_text(file: std::fs::File, shown: &str, max: usize) -> Result<(Vec<u8>, S
             .with_hint(format!("apply_patch updates files of at most {max} bytes; replace it whole with write_file if the new content fits"))
             .with_details(serde_json::json!({ "limit": max })));
     }
-    let text = String::from_utf8(bytes.clone()).map_err(|e| {
-        let offset = e.utf8_error().valid_up_to();
-        Error::new(Code::InvalidUtf8, format!("{shown} is not valid UTF-8 (first invalid byte at offset {offset})"))
-            .with_hint("apply_patch changes text files only; this looks like a binary file")
-            .with_details(serde_json::json!({ "offset": offset }))
-    })?;
+    let text = crate::read::decode_text(shown, bytes.clone(), "apply_patch changes text files only")?;
     Ok((bytes, text))
 }
 
