@@ -29,26 +29,26 @@ export declare class NativeWorkspace {
    */
   runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions, cancel?: CancelHandle | undefined | null): Promise<RunCommandResult>
   /**
-   * edit_file: resolves to `{ path, edits, bytes, diff }` or to `{ error }`; never rejects.
+   * edit_file: resolves to `{ ok: { path, edits, bytes, diff } }` or to `{ error }`; never rejects.
    * Takes its place in the target's write queue synchronously (shared with write_file).
    */
-  editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<EditResult>
+  editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { path: string; edits: number; bytes: number; diff: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * list_files: resolves to `{ ok: { path, entries, truncated, notShown, note? } }` or to
    * `{ error }`; never rejects.
    */
   listFiles(path?: string | undefined | null, depth?: number | undefined | null, limit?: number | undefined | null, gitignore?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; entries: Array<string>; truncated: boolean; notShown: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
-   * apply_patch: resolves to `{ files, diff, note }` or to `{ error }`; never rejects. Its
+   * apply_patch: resolves to `{ ok: { files, diff, note? } }` or to `{ error }`; never rejects. Its
    * places in the targets' write queues are taken synchronously, here.
    */
-  applyPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PatchResult>
-  /** move_file: resolves to `{ from, to, replaced }` or to `{ error }`. */
-  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<MoveResult>
-  /** delete_file: resolves to `{ path, kind }` or to `{ error }`. */
-  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<DeleteResult>
-  /** make_directory: resolves to `{ path, created }` or to `{ error }`. */
-  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<MkdirResult>
+  applyPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { files: { path: string; action: "add" | "delete" | "update"; movedTo?: string; bytes?: number }[]; diff: string; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`. */
+  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`. */
+  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { path: string; kind: "file" | "symlink" | "directory" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`. */
+  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -86,12 +86,12 @@ export declare class NativeWorkspace {
   /** The canonical path of the root. */
   get canonical(): string
   /**
-   * write_file: resolves to `{ path, bytes, created }` or to `{ error }`; never rejects.
+   * write_file: resolves to `{ ok: { path, bytes, created } }` or to `{ error }`; never rejects.
    * The call's place in the per-target queue is taken synchronously, here, so writes run in
    * call order; all filesystem work happens off the JS thread (usually on one blocking-pool
    * thread, which settles the promise directly).
    */
-  writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<WriteResult>
+  writeFile(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { path: string; bytes: number; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
 }
 
 /**
@@ -144,24 +144,10 @@ export interface CommandCheckResult {
 /** The default deny-list. */
 export declare function defaultDenyCommands(): Array<string>
 
-export interface DeleteResult {
-  path?: string
-  kind?: string
-  error?: NativeError
-}
-
 /** One replacement, as the model sent it. */
 export interface EditArg {
   oldText: string
   newText: string
-}
-
-export interface EditResult {
-  path?: string
-  edits?: number
-  bytes?: number
-  diff?: string
-  error?: NativeError
 }
 
 /** One environment variable for the child. */
@@ -186,19 +172,6 @@ export declare const MAX_WRITE_BYTES: number
 
 /** Largest `maxContentBytes` of write_file and edit_file. */
 export declare const MAX_WRITE_BYTES_CEILING: number
-
-export interface MkdirResult {
-  path?: string
-  created?: boolean
-  error?: NativeError
-}
-
-export interface MoveResult {
-  from?: string
-  to?: string
-  replaced?: boolean
-  error?: NativeError
-}
 
 /** Lists that replace the defaults of the command policy. */
 export interface NativeCommandPolicy {
@@ -268,20 +241,6 @@ export interface NodeProcessResult {
  * JSON) with `TOOL_ARGUMENTS_INVALID` / `INVALID_RELATIVE_PATH` or `INVALID_UNICODE`.
  */
 export declare function normalizePath(path: string): string
-
-export interface PatchFileResult {
-  path: string
-  action: string
-  movedTo?: string
-  bytes?: number
-}
-
-export interface PatchResult {
-  files?: Array<PatchFileResult>
-  diff?: string
-  note?: string
-  error?: NativeError
-}
 
 /** One entry of `expectedHashes`. */
 export interface PathHash {
@@ -441,11 +400,4 @@ export interface TestFailure {
   name: string
   file?: string
   output: string
-}
-
-export interface WriteResult {
-  path?: string
-  bytes?: number
-  created?: boolean
-  error?: NativeError
 }

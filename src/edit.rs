@@ -1,10 +1,11 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::edit::{self, Edit, EditOutput, EditRequest};
+use workcell_core::edit::{self, Edit, EditRequest};
 use workcell_core::write::{self, MAX_WRITE_BYTES};
 
-use crate::convert::{strict_string, throw, NativeError};
+use crate::convert::{strict_string, throw};
+use crate::outcome::settled_by;
 use crate::guard::{guard_of, WriteGuard};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -13,30 +14,6 @@ use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 pub struct EditArg {
     pub old_text: Utf16String,
     pub new_text: Utf16String,
-}
-
-#[napi(object)]
-pub struct EditResult {
-    pub path: Option<String>,
-    pub edits: Option<u32>,
-    pub bytes: Option<u32>,
-    pub diff: Option<String>,
-    pub error: Option<NativeError>,
-}
-
-impl From<workcell_core::Result<EditOutput>> for EditResult {
-    fn from(r: workcell_core::Result<EditOutput>) -> Self {
-        match r {
-            Ok(o) => EditResult {
-                path: Some(o.path),
-                edits: Some(o.edits as u32),
-                bytes: Some(o.bytes as u32),
-                diff: Some(o.diff),
-                error: None,
-            },
-            Err(e) => EditResult { path: None, edits: None, bytes: None, diff: None, error: Some(e.into()) },
-        }
-    }
 }
 
 fn request(path: Utf16String, edits: Vec<EditArg>, max_bytes: Option<u32>) -> workcell_core::Result<EditRequest> {
@@ -55,13 +32,11 @@ pub fn check_edit_arguments(path: Utf16String, edits: Vec<EditArg>, max_bytes: O
     request(path, edits, max_bytes).map(|r| r.path().as_str().to_string()).map_err(throw)
 }
 
-type Resolver = Box<dyn FnOnce(Env) -> napi::Result<EditResult> + Send>;
-
 #[napi]
 impl NativeWorkspace {
-    /// edit_file: resolves to `{ path, edits, bytes, diff }` or to `{ error }`; never rejects.
+    /// edit_file: resolves to `{ ok: { path, edits, bytes, diff } }` or to `{ error }`; never rejects.
     /// Takes its place in the target's write queue synchronously (shared with write_file).
-    #[napi(ts_return_type = "Promise<EditResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { path: string; edits: number; bytes: number; diff: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     #[allow(clippy::too_many_arguments)]
     pub fn edit_file<'env>(
         &self,
@@ -75,10 +50,7 @@ impl NativeWorkspace {
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
         let checked = request(path, edits, max_bytes).map(|r| r.with_expected_hash(expected_hash).with_guard(guard_of(guard)));
-        let (deferred, promise) = env.create_deferred::<EditResult, Resolver>()?;
-        let settle = move |out: workcell_core::Result<EditOutput>| {
-            deferred.resolve(Box::new(move |_env| Ok(EditResult::from(out))));
-        };
+        let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
             Ok(req) => {

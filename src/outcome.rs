@@ -35,6 +35,16 @@ impl<T: Serialize> ToNapiValue for Json<T> {
     }
 }
 
+/// A promise and the function that settles it, from any thread, with a call's outcome (for the
+/// calls that take their queue places synchronously and then run on the core's own tasks);
+/// settled through the shared queue (crate::settle), as `on_pool` is.
+pub fn settled_by<'env, T: Serialize + Send + 'static>(
+    env: &'env Env,
+) -> napi::Result<(Object<'env>, impl FnOnce(workcell_core::Result<T>) + Send + 'static)> {
+    let (deferred, promise) = crate::settle::deferred::<Json<Outcome<T>>>(env)?;
+    Ok((promise, move |out: workcell_core::Result<T>| deferred.resolve(move |_env| Ok(Json(Outcome::from(out))))))
+}
+
 /// Runs `f` on `lane`'s threads and resolves to its outcome; never rejects for a tool error
 /// (a panic in `f` is an internal `IO_ERROR`).
 pub fn on_pool<'env, T: Serialize + Send + 'static>(

@@ -3,11 +3,12 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::fileops::{self, DeleteOutput, DeleteRequest, MkdirOutput, MkdirRequest, MoveOutput, MoveRequest};
-use workcell_core::patch::{self, PatchOutput, PatchRequest};
+use workcell_core::fileops::{self, DeleteRequest, MkdirRequest, MoveRequest};
+use workcell_core::patch::{self, PatchRequest};
 use workcell_core::write::MAX_WRITE_BYTES;
 
-use crate::convert::{strict_string, throw, NativeError};
+use crate::convert::{strict_string, throw};
+use crate::outcome::settled_by;
 use crate::guard::{guard_of, WriteGuard};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -16,68 +17,6 @@ use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 pub struct PathHash {
     pub path: Utf16String,
     pub hash: String,
-}
-
-#[napi(object)]
-pub struct PatchFileResult {
-    pub path: String,
-    pub action: String,
-    pub moved_to: Option<String>,
-    pub bytes: Option<u32>,
-}
-
-#[napi(object)]
-pub struct PatchResult {
-    pub files: Option<Vec<PatchFileResult>>,
-    pub diff: Option<String>,
-    pub note: Option<String>,
-    pub error: Option<NativeError>,
-}
-
-impl From<workcell_core::Result<PatchOutput>> for PatchResult {
-    fn from(r: workcell_core::Result<PatchOutput>) -> Self {
-        match r {
-            Ok(o) => PatchResult {
-                files: Some(
-                    o.files
-                        .into_iter()
-                        .map(|f| PatchFileResult {
-                            path: f.path,
-                            action: f.action.to_string(),
-                            moved_to: f.moved_to,
-                            bytes: f.bytes.map(|b| b as u32),
-                        })
-                        .collect(),
-                ),
-                diff: Some(o.diff),
-                note: o.note,
-                error: None,
-            },
-            Err(e) => PatchResult { files: None, diff: None, note: None, error: Some(e.into()) },
-        }
-    }
-}
-
-#[napi(object)]
-pub struct MoveResult {
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub replaced: Option<bool>,
-    pub error: Option<NativeError>,
-}
-
-#[napi(object)]
-pub struct DeleteResult {
-    pub path: Option<String>,
-    pub kind: Option<String>,
-    pub error: Option<NativeError>,
-}
-
-#[napi(object)]
-pub struct MkdirResult {
-    pub path: Option<String>,
-    pub created: Option<bool>,
-    pub error: Option<NativeError>,
 }
 
 fn patch_request(patch: Utf16String, expected: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> workcell_core::Result<PatchRequest> {
@@ -111,13 +50,13 @@ pub fn check_name_argument(path: Utf16String) -> napi::Result<String> {
     (|| DeleteRequest::new(&strict_string(path)?))().map(|r| r.path().as_str().to_string()).map_err(throw)
 }
 
-type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
-
 #[napi]
 impl NativeWorkspace {
-    /// apply_patch: resolves to `{ files, diff, note }` or to `{ error }`; never rejects. Its
+    /// apply_patch: resolves to `{ ok: { files, diff, note? } }` or to `{ error }`; never rejects. Its
     /// places in the targets' write queues are taken synchronously, here.
-    #[napi(ts_return_type = "Promise<PatchResult>")]
+    #[napi(
+        ts_return_type = "Promise<{ ok: { files: { path: string; action: \"add\" | \"delete\" | \"update\"; movedTo?: string; bytes?: number }[]; diff: string; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+    )]
     pub fn apply_patch<'env>(
         &self,
         env: &'env Env,
@@ -129,10 +68,7 @@ impl NativeWorkspace {
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
         let checked = patch_request(patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
-        let (deferred, promise) = env.create_deferred::<PatchResult, Resolver<PatchResult>>()?;
-        let settle = move |out: workcell_core::Result<PatchOutput>| {
-            deferred.resolve(Box::new(move |_env| Ok(PatchResult::from(out))));
-        };
+        let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
             Ok(req) => {
@@ -144,8 +80,8 @@ impl NativeWorkspace {
         Ok(promise)
     }
 
-    /// move_file: resolves to `{ from, to, replaced }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<MoveResult>")]
+    /// move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`.
+    #[napi(ts_return_type = "Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn move_file<'env>(
         &self,
         env: &'env Env,
@@ -158,15 +94,7 @@ impl NativeWorkspace {
         let cancel = cancel_of(cancel);
         let checked = (|| MoveRequest::new(&strict_string(from)?, &strict_string(to)?, overwrite.unwrap_or(false)))()
             .map(|r| r.with_guard(guard_of(guard)));
-        let (deferred, promise) = env.create_deferred::<MoveResult, Resolver<MoveResult>>()?;
-        let settle = move |out: workcell_core::Result<MoveOutput>| {
-            deferred.resolve(Box::new(move |_env| {
-                Ok(match out {
-                    Ok(o) => MoveResult { from: Some(o.from), to: Some(o.to), replaced: Some(o.replaced), error: None },
-                    Err(e) => MoveResult { from: None, to: None, replaced: None, error: Some(e.into()) },
-                })
-            }));
-        };
+        let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
             Ok(req) => {
@@ -180,8 +108,8 @@ impl NativeWorkspace {
         Ok(promise)
     }
 
-    /// delete_file: resolves to `{ path, kind }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<DeleteResult>")]
+    /// delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`.
+    #[napi(ts_return_type = "Promise<{ ok: { path: string; kind: \"file\" | \"symlink\" | \"directory\" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn delete_file<'env>(
         &self,
         env: &'env Env,
@@ -191,15 +119,7 @@ impl NativeWorkspace {
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
         let checked = (|| DeleteRequest::new(&strict_string(path)?))().map(|r| r.with_guard(guard_of(guard)));
-        let (deferred, promise) = env.create_deferred::<DeleteResult, Resolver<DeleteResult>>()?;
-        let settle = move |out: workcell_core::Result<DeleteOutput>| {
-            deferred.resolve(Box::new(move |_env| {
-                Ok(match out {
-                    Ok(o) => DeleteResult { path: Some(o.path), kind: Some(o.kind.to_string()), error: None },
-                    Err(e) => DeleteResult { path: None, kind: None, error: Some(e.into()) },
-                })
-            }));
-        };
+        let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
             Ok(req) => {
@@ -213,8 +133,8 @@ impl NativeWorkspace {
         Ok(promise)
     }
 
-    /// make_directory: resolves to `{ path, created }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<MkdirResult>")]
+    /// make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`.
+    #[napi(ts_return_type = "Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn make_directory<'env>(
         &self,
         env: &'env Env,
@@ -224,15 +144,7 @@ impl NativeWorkspace {
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
         let checked = (|| MkdirRequest::new(&strict_string(path)?))().map(|r| r.with_guard(guard_of(guard)));
-        let (deferred, promise) = env.create_deferred::<MkdirResult, Resolver<MkdirResult>>()?;
-        let settle = move |out: workcell_core::Result<MkdirOutput>| {
-            deferred.resolve(Box::new(move |_env| {
-                Ok(match out {
-                    Ok(o) => MkdirResult { path: Some(o.path), created: Some(o.created), error: None },
-                    Err(e) => MkdirResult { path: None, created: None, error: Some(e.into()) },
-                })
-            }));
-        };
+        let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
             Ok(req) => {

@@ -1,28 +1,12 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::write::{self, WriteOutput, WriteRequest, MAX_WRITE_BYTES};
+use workcell_core::write::{self, WriteRequest, MAX_WRITE_BYTES};
 
-use crate::convert::{throw, NativeError};
+use crate::convert::throw;
+use crate::outcome::settled_by;
 use crate::guard::{guard_of, WriteGuard};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
-
-#[napi(object)]
-pub struct WriteResult {
-    pub path: Option<String>,
-    pub bytes: Option<u32>,
-    pub created: Option<bool>,
-    pub error: Option<NativeError>,
-}
-
-impl From<workcell_core::Result<WriteOutput>> for WriteResult {
-    fn from(r: workcell_core::Result<WriteOutput>) -> Self {
-        match r {
-            Ok(o) => WriteResult { path: Some(o.path), bytes: Some(o.bytes as u32), created: Some(o.created), error: None },
-            Err(e) => WriteResult { path: None, bytes: None, created: None, error: Some(e.into()) },
-        }
-    }
-}
 
 fn request(path: &Utf16String, content: &Utf16String, max_bytes: Option<u32>) -> workcell_core::Result<WriteRequest> {
     WriteRequest::from_utf16(path, content, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
@@ -35,14 +19,13 @@ pub fn check_write_arguments(path: Utf16String, content: Utf16String, max_bytes:
     request(&path, &content, max_bytes).map(|r| r.path().as_str().to_string()).map_err(throw)
 }
 
-
 #[napi]
 impl NativeWorkspace {
-    /// write_file: resolves to `{ path, bytes, created }` or to `{ error }`; never rejects.
+    /// write_file: resolves to `{ ok: { path, bytes, created } }` or to `{ error }`; never rejects.
     /// The call's place in the per-target queue is taken synchronously, here, so writes run in
     /// call order; all filesystem work happens off the JS thread (usually on one blocking-pool
     /// thread, which settles the promise directly).
-    #[napi(ts_return_type = "Promise<WriteResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { path: string; bytes: number; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     #[allow(clippy::too_many_arguments)]
     pub fn write_file<'env>(
         &self,
@@ -58,10 +41,7 @@ impl NativeWorkspace {
         let checked =
             request(&path, &content, max_bytes).map(|r| r.with_expected_hash(expected_hash).with_guard(guard_of(guard)));
         drop((path, content));
-        let (deferred, promise) = crate::settle::deferred::<WriteResult>(env)?;
-        let settle = move |out: workcell_core::Result<WriteOutput>| {
-            deferred.resolve(move |_env| Ok(WriteResult::from(out)));
-        };
+        let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
             Ok(req) => {

@@ -4,7 +4,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { CreateTaskResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, test } from "vitest";
-import { TOOL_ANNOTATIONS, createMcpServer } from "workcell/mcp";
+import { EFFECT_ANNOTATIONS, createMcpServer } from "workcell/mcp";
 import { ToolRegistry, createCodingTools, createReadTool, type Tool } from "../dist/index.js";
 import { workspaceWithFile } from "./helpers.js";
 
@@ -84,25 +84,35 @@ describe("createMcpServer", () => {
       const listed = tools.find((x) => x.name === t.name)!;
       expect(listed.inputSchema).toEqual(t.parameters);
       expect(listed.description).toBe(t.description);
-      expect(listed.annotations).toMatchObject(TOOL_ANNOTATIONS[t.name]!);
+      expect(listed.annotations).toMatchObject(EFFECT_ANNOTATIONS[t.effect!]);
     }
     const read = tools.find((t) => t.name === "read_file")!;
     expect(read.title).toBe("Read file");
     expect(read.annotations).toEqual({ title: "Read file", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
   });
 
-  test("annotations are derived per tool name; unknown tools get none (MCP's cautious defaults)", async () => {
-    const names = ["read_file", "list_files", "search_files", "write_file", "edit_file", "node_process", "run_command", "run_tests", "mystery"];
-    const client = await connect(createMcpServer(names.map((n) => fakeTool(n)), undefined, { annotations: { run_tests: { openWorldHint: false } } }));
-    const { tools } = await client.listTools();
-    const a = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
-    for (const n of ["read_file", "list_files", "search_files"]) expect(a[n]).toMatchObject({ readOnlyHint: true, openWorldHint: false });
-    for (const n of ["write_file", "edit_file"]) expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: false });
-    expect(a.write_file!.idempotentHint).toBe(true);
-    expect(a.edit_file!.idempotentHint).toBe(false);
-    for (const n of ["node_process", "run_command"]) expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
+  test("annotations are derived from each tool's effect; a tool without one is a process tool", async () => {
+    const tools = [
+      ...["read_file", "list_files", "search_files"].map((n) => ({ ...fakeTool(n), effect: "read" as const })),
+      ...["write_file", "edit_file", "make_directory"].map((n) => ({ ...fakeTool(n), effect: "write" as const })),
+      ...["node_process", "run_command", "run_tests"].map((n) => ({ ...fakeTool(n), effect: "process" as const })),
+      // Named like a reading tool, but says nothing: a process tool (contract §10).
+      fakeTool("mystery"),
+      { ...fakeTool("my_reader"), effect: "read" as const },
+    ];
+    const client = await connect(createMcpServer(tools, undefined, { annotations: { run_tests: { openWorldHint: false } } }));
+    const { tools: listed } = await client.listTools();
+    const a = Object.fromEntries(listed.map((t) => [t.name, t.annotations]));
+    for (const n of ["read_file", "list_files", "search_files", "my_reader"]) {
+      expect(a[n]).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+    }
+    for (const n of ["write_file", "edit_file", "make_directory"]) {
+      expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: false });
+    }
+    for (const n of ["node_process", "run_command", "mystery"]) {
+      expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
+    }
     expect(a.run_tests).toMatchObject({ readOnlyHint: false, openWorldHint: false }); // the override wins
-    expect(a.mystery).toBeUndefined();
   });
 
   test("tools/call returns the output's JSON as text", async () => {

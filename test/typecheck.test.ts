@@ -18,3 +18,5 @@ function expectCompiles(project: string) {
 test("the adapters' types fit the SDKs' own types", () => expectCompiles("./typecheck/tsconfig.json"), 120_000);
 
 test("the test files themselves type-check strictly against the built package's types", () => expectCompiles("./tsconfig.json"), 120_000);
+
+test("each tool's result type has the fields of the generated binding's result", () => expectCompiles("./typecheck/tsconfig.binding.json"), 120_000);

@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { APPLY_PATCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
@@ -137,16 +137,7 @@ export function createApplyPatchTool(
     },
     async execute(input: ApplyPatchInput, context: ToolContext): Promise<ApplyPatchOutput> {
       // Rust repeats every check of `validate`; the queue positions are taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.applyPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard),
-      );
-      const files = r.files!.map((f) => {
-        const out: PatchedFile = { path: f.path, action: f.action as PatchedFile["action"] };
-        if (f.movedTo != null) out.movedTo = f.movedTo;
-        if (f.bytes != null) out.bytes = f.bytes;
-        return out;
-      });
-      return r.note != null ? { files, diff: r.diff!, note: r.note } : { files, diff: r.diff! };
+      return callCore(context?.signal, (cancel) => ws.applyPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard));
     },
   };
 }

@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { EDIT_OUTPUT_SCHEMA } from "./output-schemas.js";
@@ -115,10 +115,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
     },
     async execute(input: EditInput, context: ToolContext): Promise<EditOutput> {
       // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.editFile(input.path, input.edits, limit, cancel, input.expectedHash, guard),
-      );
-      return { path: r.path!, edits: r.edits!, bytes: r.bytes!, diff: r.diff! };
+      return callCore(context?.signal, (cancel) => ws.editFile(input.path, input.edits, limit, cancel, input.expectedHash, guard));
     },
   };
 }

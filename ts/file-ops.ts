@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { MOVE_FILE_OUTPUT_SCHEMA, DELETE_FILE_OUTPUT_SCHEMA, MAKE_DIRECTORY_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
@@ -86,8 +86,7 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
       return overwrite === undefined ? { from, to } : { from, to, overwrite };
     },
     async execute(input: MoveFileInput, context: ToolContext): Promise<MoveFileOutput> {
-      const r = await callNative(context?.signal, (cancel) => ws.moveFile(input.from, input.to, input.overwrite, cancel, guard));
-      return { from: r.from!, to: r.to!, replaced: r.replaced! };
+      return callCore(context?.signal, (cancel) => ws.moveFile(input.from, input.to, input.overwrite, cancel, guard));
     },
   };
 }
@@ -126,8 +125,7 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
       return { path };
     },
     async execute(input: DeleteFileInput, context: ToolContext): Promise<DeleteFileOutput> {
-      const r = await callNative(context?.signal, (cancel) => ws.deleteFile(input.path, cancel, guard));
-      return { path: r.path!, kind: r.kind! as DeleteFileOutput["kind"] };
+      return callCore(context?.signal, (cancel) => ws.deleteFile(input.path, cancel, guard));
     },
   };
 }
@@ -169,8 +167,7 @@ export function createMakeDirectoryTool(
       return { path };
     },
     async execute(input: MakeDirectoryInput, context: ToolContext): Promise<MakeDirectoryOutput> {
-      const r = await callNative(context?.signal, (cancel) => ws.makeDirectory(input.path, cancel, guard));
-      return { path: r.path!, created: r.created! };
+      return callCore(context?.signal, (cancel) => ws.makeDirectory(input.path, cancel, guard));
     },
   };
 }

@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { WRITE_OUTPUT_SCHEMA } from "./output-schemas.js";
@@ -100,13 +100,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
     },
     execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
       // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      try {
-        return callNative(context?.signal, (cancel) =>
-          ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard),
-        ).then((r) => ({ path: r.path!, bytes: r.bytes!, created: r.created! }));
-      } catch (err) {
-        return Promise.reject(err);
-      }
+      return callCore(context?.signal, (cancel) => ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard));
     },
   };
 }

@@ -25,41 +25,33 @@ import {
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "../registry.js";
+import { effectOf, type ToolEffect } from "../tool.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
 
 export type { ToolsInput };
 
 /**
- * The MCP annotations of workcell's tools, by name. They are hints for the client (for example
- * whether to ask the user before a call), not guarantees: every limit is enforced by the tools.
+ * The MCP annotations of a tool, derived from its `effect` (contract §10; a tool without one is
+ * `"process"`). They are hints for the client (for example whether to ask the user before a
+ * call), not guarantees: every limit is enforced by the tools.
  * - reading tools change nothing;
- * - writing tools replace file content (destructive) but only inside the workspace (closed
- *   world); writing the same content twice is idempotent, an edit is not;
+ * - writing tools change or remove files (destructive), but only inside the workspace (closed
+ *   world); not every write is idempotent (an edit, a patch, a move), so none is said to be;
  * - process tools run code that may do anything the sandbox allows, including the network
  *   when it is enabled (open world).
- * A tool not listed gets no annotations, so a client applies MCP's cautious defaults.
  */
-export const TOOL_ANNOTATIONS: Readonly<Record<string, ToolAnnotations>> = Object.freeze({
-  read_file: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  list_files: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  search_files: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  write_file: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-  edit_file: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  apply_patch: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  move_file: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  delete_file: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  make_directory: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  node_process: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  run_command: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  run_tests: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+export const EFFECT_ANNOTATIONS: Readonly<Record<ToolEffect, ToolAnnotations>> = Object.freeze({
+  read: Object.freeze({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }),
+  write: Object.freeze({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false }),
+  process: Object.freeze({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }),
 });
 
 /** Options of `createMcpServer`. */
 export interface McpServerOptions {
   /** Instructions the server gives the client at initialization. */
   instructions?: string;
-  /** Annotations by tool name, merged key by key over `TOOL_ANNOTATIONS` (for your own tools, say). */
+  /** Annotations by tool name, merged key by key over those its `effect` gives (`EFFECT_ANNOTATIONS`). */
   annotations?: Record<string, ToolAnnotations>;
   /**
    * MCP tasks for the tools with `taskSupport: "optional"` (run_tests): `true` (default) offers
@@ -201,16 +193,14 @@ export function createMcpServer(
 
   const listed: McpTool[] = registry.list().map((t) => {
     const title = toolTitle(t.name);
-    const base = own(TOOL_ANNOTATIONS, t.name);
-    const extra = own(options.annotations, t.name);
-    const a = base === undefined && extra === undefined ? undefined : { ...base, ...extra };
+    const a = { ...EFFECT_ANNOTATIONS[effectOf(t)], ...own(options.annotations, t.name) };
     return {
       name: t.name,
       title,
       description: t.description,
       inputSchema: t.parameters as McpTool["inputSchema"],
       ...(t.outputSchema === undefined ? {} : { outputSchema: t.outputSchema as McpTool["outputSchema"] }),
-      ...(a === undefined ? {} : { annotations: { title, ...a } }),
+      annotations: { title, ...a },
       ...(canTask(t) ? { execution: { taskSupport: "optional" as const } } : {}),
     };
   });

@@ -47,7 +47,8 @@ use crate::write::{self, install, open_at, AtTarget, Job, Resolved};
 pub const MAX_EDITS: usize = 50;
 pub use crate::diff::{DIFF_CONTEXT, MAX_DIFF_BYTES};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct EditOutput {
     /// The normalized path, as given.
     pub path: String,
@@ -163,12 +164,7 @@ impl Job for EditRequest {
                 return Err(write::hash_mismatch(shown, expected, &now));
             }
         }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            let offset = e.utf8_error().valid_up_to();
-            Error::new(Code::InvalidUtf8, format!("{shown} is not valid UTF-8 (first invalid byte at offset {offset})"))
-                .with_hint("edit_file edits text files only; this looks like a binary file")
-                .with_details(serde_json::json!({ "offset": offset }))
-        })?;
+        let text = crate::read::decode_text(shown, bytes, "edit_file edits text files only")?;
         cancel.check()?;
         let applied = apply_cancellable(shown, &text, &self.edits, cancel)?;
         if applied.content.len() > self.max_bytes {

@@ -32,7 +32,8 @@ use crate::write::{self, io_err, lstat_at, Existing, Resolved};
 /// Most entries looked at when a guarded workspace moves a directory.
 pub const MAX_GUARD_WALK: usize = 10_000;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MoveOutput {
     pub from: String,
     pub to: String,
@@ -40,14 +41,16 @@ pub struct MoveOutput {
     pub replaced: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeleteOutput {
     pub path: String,
     /// `"file"`, `"symlink"` or `"directory"`.
     pub kind: &'static str,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MkdirOutput {
     pub path: String,
     /// Whether the directory did not exist before.
@@ -86,15 +89,16 @@ impl MoveRequest {
     }
 }
 
+/// The request of a tool that names one path (delete_file, make_directory).
 #[derive(Debug)]
-pub struct DeleteRequest {
+pub struct NameRequest {
     path: RelPath,
     guard: Option<Arc<Guard>>,
 }
 
-impl DeleteRequest {
+impl NameRequest {
     pub fn new(path: &str) -> Result<Self> {
-        Ok(DeleteRequest { path: name_path(path)?, guard: None })
+        Ok(NameRequest { path: name_path(path)?, guard: None })
     }
     pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
         self.guard = guard;
@@ -105,24 +109,8 @@ impl DeleteRequest {
     }
 }
 
-#[derive(Debug)]
-pub struct MkdirRequest {
-    path: RelPath,
-    guard: Option<Arc<Guard>>,
-}
-
-impl MkdirRequest {
-    pub fn new(path: &str) -> Result<Self> {
-        Ok(MkdirRequest { path: name_path(path)?, guard: None })
-    }
-    pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
-        self.guard = guard;
-        self
-    }
-    pub fn path(&self) -> &RelPath {
-        &self.path
-    }
-}
+pub type DeleteRequest = NameRequest;
+pub type MkdirRequest = NameRequest;
 
 /// The tickets of a move (two names), taken when the call is made.
 pub fn move_tickets() -> Vec<Ticket> {

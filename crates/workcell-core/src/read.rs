@@ -92,10 +92,16 @@ pub(crate) fn read_bounded(file: &mut cap_std::fs::File, limit: usize, size_hint
 
 /// Decodes UTF-8 fatally. `INVALID_UTF8` carries the byte offset of the first bad byte.
 pub fn decode_utf8(path: &str, bytes: Vec<u8>) -> Result<String> {
+    decode_text(path, bytes, "read_file returns text files only")
+}
+
+/// Decodes UTF-8 fatally, without a copy (the bytes become the string). `INVALID_UTF8` carries
+/// the byte offset of the first bad byte; `rule` starts its hint (what the tool takes).
+pub fn decode_text(path: &str, bytes: Vec<u8>, rule: &str) -> Result<String> {
     String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         Error::new(Code::InvalidUtf8, format!("{path} is not valid UTF-8 (first invalid byte at offset {offset})"))
-            .with_hint("read_file returns text files only; this looks like a binary file")
+            .with_hint(format!("{rule}; this looks like a binary file"))
             .with_details(serde_json::json!({ "offset": offset }))
     })
 }

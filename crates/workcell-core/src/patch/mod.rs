@@ -30,24 +30,29 @@ use crate::target_lock::{self, Ticket};
 pub use parse::{MAX_PATCH_BYTES, MAX_PATCH_FILES, MAX_PATCH_HUNKS};
 
 /// What happened to one file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FileResult {
     /// The path as the patch names it (normalized).
     pub path: String,
     /// `"add"`, `"delete"` or `"update"`.
     pub action: &'static str,
     /// An Update's `*** Move to` path.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub moved_to: Option<String>,
     /// UTF-8 byte length of the file after the patch (absent for a delete).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<usize>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PatchOutput {
     pub files: Vec<FileResult>,
     /// Unified diff of every file (bounded, see [`crate::diff`]).
     pub diff: String,
     /// Set when a hunk matched only in a tolerant pass (which file, which pass).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 

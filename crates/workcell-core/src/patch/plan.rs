@@ -14,23 +14,24 @@
 //!    compute its new content; an Add or a Move destination must not exist (`FILE_EXISTS`), a
 //!    Delete must name a file or symlink; `expectedHashes` are compared; the diff is computed
 //!    (bounded, cancellable). Nothing has changed yet.
-//! 2. stage: each new content is written to a `.workcell-tmp-*` sibling of its target
-//!    (`O_CREAT|O_EXCL|O_NOFOLLOW`, the old file's permission bits, fsynced); each file to be
-//!    replaced gets a hard link under another `.workcell-tmp-*` name: its old content, kept
-//!    staged until the end.
+//! 2. stage: each directory staged in is swept of the names a killed host left
+//!    ([`write::sweep`]); each new content is written to an unnamed file beside its target
+//!    (`O_TMPFILE`, or a `.workcell-tmp-*` sibling where there is none; the old file's
+//!    permission bits, fsynced); each file to be replaced gets a hard link under a
+//!    `.workcell-tmp-*` name: its old content, kept staged until the end.
 //! 3. recheck: cancellation, the root, every parent directory and every target are what they
 //!    were when computed. This is the last point where cancellation stops the patch.
-//! 4. install, in patch order, each step one rename: a new content over its target (or onto a
-//!    free name with `RENAME_NOREPLACE`), a removed name onto a staged name. Each reader sees
+//! 4. install, in patch order, each step one rename: a new content (named just before) over its
+//!    target (or onto a free name with `RENAME_NOREPLACE`), a removed name onto a staged name. Each reader sees
 //!    the whole old or the whole new file. If a step fails, the steps already done are undone
 //!    in reverse (the old content renamed back, a created file removed, a removed name renamed
 //!    back) and the failure is reported.
 //! 5. fsync the directories, remove the staged old contents.
 //!
-//! No `.workcell-tmp-*` survives a call that ended. A host killed in the middle of step 4
-//! leaves every file whole (each step is one rename) but the patch possibly half applied, and
-//! its staged names behind: they are `.workcell-tmp-*` entries with random names, which no
-//! later call reuses or trips on.
+//! No `.workcell-tmp-*` survives a call that ended. A host killed in the middle of steps 2 to
+//! 5 leaves every file whole (each step is one rename) but the patch possibly half applied, and
+//! some staged names behind; they record the host's process, and the next call staging in
+//! their directory removes them once that process has provably exited ([`write::sweep`]).
 
 use std::ffi::{OsStr, OsString};
 use std::io::{Read as _, Write as _};
@@ -265,12 +266,7 @@ fn read_text(file: std::fs::File, shown: &str, max: usize) -> Result<(Vec<u8>, S
             .with_hint(format!("apply_patch updates files of at most {max} bytes; replace it whole with write_file if the new content fits"))
             .with_details(serde_json::json!({ "limit": max })));
     }
-    let text = String::from_utf8(bytes.clone()).map_err(|e| {
-        let offset = e.utf8_error().valid_up_to();
-        Error::new(Code::InvalidUtf8, format!("{shown} is not valid UTF-8 (first invalid byte at offset {offset})"))
-            .with_hint("apply_patch changes text files only; this looks like a binary file")
-            .with_details(serde_json::json!({ "offset": offset }))
-    })?;
+    let text = crate::read::decode_text(shown, bytes.clone(), "apply_patch changes text files only")?;
     Ok((bytes, text))
 }
 
@@ -440,8 +436,10 @@ fn keep_old<'a>(r: &'a Resolved, id: Identity, shown: &str, old: &[u8], mode: u3
         Ok(k) => Ok(k),
         Err(e) if e.code == Code::IoError => {
             let mut copy = stage(r, shown, old, mode, before)?;
-            copy.installed = true; // from now on the Kept owns the name
-            Ok(Kept { dir: &r.dir, name: copy.name.clone(), id: copy.id, live: true })
+            copy.link().map_err(|e| Error::from_io(&e, shown))?;
+            // From now on the Kept owns the name.
+            let name = copy.take_name().expect("linked above");
+            Ok(Kept { dir: &r.dir, name, id: copy.id, live: true })
         }
         Err(e) => Err(e),
     }
@@ -508,8 +506,17 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, canc
     }
     let diff_text = diff::bound(diff_text);
 
-    // 2. Stage.
+    // 2. Stage, in directories rid of what a killed host left there.
     cancel.check()?;
+    let mut swept: Vec<Identity> = Vec::new();
+    for e in entries {
+        for r in std::iter::once(&e.src).chain(e.dest.as_ref()) {
+            if !swept.contains(&r.dir_id) {
+                write::sweep(&r.dir);
+                swept.push(r.dir_id);
+            }
+        }
+    }
     let mut temps: Vec<Temp> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
     let mut steps: Vec<Step> = Vec::new();
@@ -563,7 +570,12 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, canc
         let result = match step {
             Step::Write { at, temp, noreplace, .. } => match injected(i) {
                 Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
-                None => rename(&at.dir, &temps[*temp].name, &at.dir, &at.name, *noreplace).map(|()| None),
+                // The staged content gets its name only now, for the instant of the rename.
+                None => temps[*temp]
+                    .link()
+                    .map(|n| n.to_os_string())
+                    .and_then(|n| rename(&at.dir, &n, &at.dir, &at.name, *noreplace))
+                    .map(|()| None),
             },
             Step::Remove { at, shown, expect } => match injected(i) {
                 Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
@@ -678,6 +690,21 @@ fn remove_to_kept<'a>(at: &'a Resolved, shown: &str, expect: Existing) -> std::i
     Err(std::io::Error::from_raw_os_error(libc::EEXIST))
 }
 
+/// A staged name left on purpose (the only copy of an old content a failed undo could not put
+/// back) is renamed to a plain random `.workcell-tmp-*` name, which no sweep removes; the name
+/// it is under in the end.
+fn preserve(at: &Resolved, name: &OsStr) -> OsString {
+    for _ in 0..16 {
+        let plain = OsString::from(crate::temp_name::random_name(write::TEMP_PREFIX, 12));
+        match rename(&at.dir, name, &at.dir, &plain, true) {
+            Ok(()) => return plain,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+            Err(_) => break,
+        }
+    }
+    name.to_os_string()
+}
+
 /// Undoes one install step. On failure, what could not be put back (and where its old
 /// content was left: a staged name is never removed when it is the only copy).
 fn undo(step: &Step, temps: &[Temp], kept: &mut [Kept], removed: Option<Kept>) -> std::result::Result<(), String> {
@@ -687,7 +714,7 @@ fn undo(step: &Step, temps: &[Temp], kept: &mut [Kept], removed: Option<Kept>) -
             // Either way the staged name must not be removed now: renamed back, it is the file.
             keep.live = false;
             rename(&at.dir, &keep.name, &at.dir, &at.name, false)
-                .map_err(|_| format!("{shown} (its old content is kept as {})", keep.name.to_string_lossy()))
+                .map_err(|_| format!("{shown} (its old content is kept as {})", preserve(at, &keep.name).to_string_lossy()))
         }
         Step::Write { at, shown, temp, old: None, .. } => {
             let id = temps[*temp].id;
@@ -702,7 +729,7 @@ fn undo(step: &Step, temps: &[Temp], kept: &mut [Kept], removed: Option<Kept>) -
             let Some(mut k) = removed else { return Err(shown.to_string()) };
             k.live = false;
             rename(&at.dir, &k.name, &at.dir, &at.name, true)
-                .map_err(|_| format!("{shown} (it is kept as {})", k.name.to_string_lossy()))
+                .map_err(|_| format!("{shown} (it is kept as {})", preserve(at, &k.name).to_string_lossy()))
         }
     }
 }

@@ -421,3 +421,26 @@ fn fifty_patches_while_a_reader_loops_never_show_a_half_written_file() {
     }
     assert!(temps(&root).is_empty());
 }
+
+#[test]
+fn a_patch_sweeps_what_an_exited_host_left_in_the_directories_it_stages_in() {
+    let (_t, root, ws) = setup();
+    fs::create_dir(root.join("a")).unwrap();
+    fs::write(root.join("a/one.txt"), "one\n").unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let tag = crate::temp_name::this_process().unwrap().tag;
+    let stale = |i: u32| format!("{TEMP_PREFIX}{tag:016x}-{pid}-{i}-00ff");
+    // What a host killed mid-install leaves: a staged new content, a kept old one.
+    fs::write(root.join("a").join(stale(1)), "ONE\n").unwrap();
+    fs::hard_link(root.join("a/one.txt"), root.join("a").join(stale(2))).unwrap();
+    fs::write(root.join("b.txt"), "b\n").unwrap();
+    fs::write(root.join(stale(3)), "x").unwrap();
+    run_here(&ws, "*** Begin Patch\n*** Update File: a/one.txt\n-one\n+uno\n*** End Patch", None).unwrap();
+    assert_eq!(read(&root, "a/one.txt"), "uno\n");
+    // The root was not staged in: its temp waits for a call there.
+    assert_eq!(temps(&root), vec![root.join(stale(3)).display().to_string()]);
+    run_here(&ws, "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch", None).unwrap();
+    assert!(temps(&root).is_empty(), "{:?}", temps(&root));
+}

@@ -22,7 +22,8 @@ pub const TEMP_PREFIX: &str = ".workcell-tmp-";
 /// Mode of a newly created file.
 pub const NEW_FILE_MODE: u32 = 0o644;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WriteOutput {
     /// The normalized path, as given (a symlink's name, not its target's).
     pub path: String,
@@ -57,6 +58,8 @@ pub(crate) mod hooks {
         pub static NAMES: RefCell<VecDeque<String>> = const { RefCell::new(VecDeque::new()) };
         pub static STEP: RefCell<Option<Hook>> = const { RefCell::new(None) };
         pub static RENAME_ERRNO: RefCell<Option<i32>> = const { RefCell::new(None) };
+        /// Stage named temps only (as where `O_TMPFILE` is not supported).
+        pub static NAMED_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
 }
 
@@ -78,14 +81,31 @@ pub(crate) fn temp_name() -> String {
     if let Some(name) = hooks::NAMES.with(|n| n.borrow_mut().pop_front()) {
         return name;
     }
-    crate::temp_name::random_name(TEMP_PREFIX, 12)
+    crate::temp_name::owned_name(TEMP_PREFIX, 12)
 }
 
-/// The temp file this call created; removed on drop unless installed. Removal only happens
+/// Whether temps are staged unnamed (`O_TMPFILE`). Turned off for the process when the file
+/// system refuses it or an unnamed file cannot be linked (no `/proc` and no privilege).
+static UNNAMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+fn unnamed_ok() -> bool {
+    #[cfg(test)]
+    if hooks::NAMED_ONLY.with(|n| n.get()) {
+        return false;
+    }
+    UNNAMED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The temp file this call created. It is staged unnamed (`O_TMPFILE`) where the file system
+/// allows, and gets its `.workcell-tmp-*` name ([`Temp::link`]) only right before it is
+/// installed, so a host killed while writing it leaves nothing; elsewhere it is created under
+/// its name (`O_CREAT|O_EXCL|O_NOFOLLOW`). Either way the name carries the creating process
+/// (see [`crate::temp_name::owned_name`]), so a name a killed host left is swept by the next
+/// call in that directory ([`super::sweep`]). Removed on drop unless installed, and only
 /// while the name still names the file we opened.
 pub(crate) struct Temp<'a> {
     pub(crate) dir: &'a Dir,
-    pub(crate) name: OsString,
+    name: Option<OsString>,
     pub(crate) file: File,
     pub(crate) id: Identity,
     pub(crate) installed: bool,
@@ -93,6 +113,20 @@ pub(crate) struct Temp<'a> {
 
 impl Temp<'_> {
     pub(crate) fn create<'a>(dir: &'a Dir, shown: &str) -> Result<Temp<'a>> {
+        if unnamed_ok() {
+            let flags = OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC | OFlags::NOCTTY;
+            match rustix::fs::openat(dir, ".", flags, Mode::from_raw_mode(0o600)) {
+                Ok(fd) => {
+                    let st = rustix::fs::fstat(&fd).map_err(|e| Error::from_io(&io_err(e), shown))?;
+                    return Ok(Temp { dir, name: None, id: id_of(&st), file: File::from(fd), installed: false });
+                }
+                // Not supported by this kernel or file system: named temps from now on.
+                Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
+                    UNNAMED.store(false, std::sync::atomic::Ordering::Relaxed)
+                }
+                Err(e) => return Err(Error::from_io(&io_err(e), shown)),
+            }
+        }
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
         let mut last = None;
         for _ in 0..16 {
@@ -102,7 +136,7 @@ impl Temp<'_> {
                     let fd: OwnedFd = fd;
                     let st = rustix::fs::fstat(&fd).map_err(|e| Error::from_io(&io_err(e), shown))?;
                     let id = id_of(&st);
-                    return Ok(Temp { dir, name, file: File::from(fd), id, installed: false });
+                    return Ok(Temp { dir, name: Some(name), file: File::from(fd), id, installed: false });
                 }
                 // Something (a planted file or symlink) already has this name: never follow or
                 // reuse it, pick another.
@@ -113,15 +147,70 @@ impl Temp<'_> {
         Err(Error::from_io(&io_err(last.unwrap_or(rustix::io::Errno::EXIST)), shown))
     }
 
+    /// The temp's name, linking the unnamed file under a fresh `.workcell-tmp-*` name first
+    /// (`linkat` never replaces: a name someone planted is skipped).
+    pub(crate) fn link(&mut self) -> std::io::Result<&OsStr> {
+        if self.name.is_none() {
+            let mut last = rustix::io::Errno::EXIST;
+            for _ in 0..16 {
+                let name = OsString::from(temp_name());
+                match link_unnamed(&self.file, self.dir, &name) {
+                    Ok(()) => {
+                        self.name = Some(name);
+                        break;
+                    }
+                    Err(rustix::io::Errno::EXIST) => last = rustix::io::Errno::EXIST,
+                    Err(e) => {
+                        if matches!(e, rustix::io::Errno::NOENT | rustix::io::Errno::PERM | rustix::io::Errno::ACCESS) {
+                            // No way to name an unnamed file here: stage named from now on.
+                            UNNAMED.store(false, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        return Err(io_err(e));
+                    }
+                }
+            }
+            if self.name.is_none() {
+                return Err(io_err(last));
+            }
+        }
+        Ok(self.name.as_deref().expect("named above"))
+    }
+
+    /// Gives up the name to a new owner (it is no longer removed on drop).
+    pub(crate) fn take_name(&mut self) -> Option<OsString> {
+        self.installed = true;
+        self.name.take()
+    }
+
+    /// Whether the temp's name still names the file we wrote (an unnamed temp cannot be
+    /// swapped).
     pub(crate) fn still_named(&self) -> bool {
-        matches!(identity_at(self.dir, &self.name), Ok(Some(id)) if id == self.id)
+        match &self.name {
+            None => true,
+            Some(name) => matches!(identity_at(self.dir, name), Ok(Some(id)) if id == self.id),
+        }
+    }
+}
+
+/// Links an `O_TMPFILE` file at `name` beneath `dir`: by its descriptor where the process may
+/// (`AT_EMPTY_PATH`), else through `/proc/self/fd`.
+fn link_unnamed(file: &File, dir: &Dir, name: &OsStr) -> rustix::io::Result<()> {
+    match rustix::fs::linkat(file, "", dir, name, AtFlags::EMPTY_PATH) {
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::PERM | rustix::io::Errno::ACCESS) => {
+            use std::os::fd::AsRawFd as _;
+            let via = format!("/proc/self/fd/{}", file.as_raw_fd());
+            rustix::fs::linkat(rustix::fs::CWD, via.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
+        }
+        other => other,
     }
 }
 
 impl Drop for Temp<'_> {
     fn drop(&mut self) {
-        if !self.installed && self.still_named() {
-            let _ = rustix::fs::unlinkat(self.dir, &self.name, AtFlags::empty());
+        if let Some(name) = &self.name {
+            if !self.installed && self.still_named() {
+                let _ = rustix::fs::unlinkat(self.dir, name, AtFlags::empty());
+            }
         }
     }
 }
@@ -150,6 +239,7 @@ pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content
         _ => NEW_FILE_MODE,
     };
 
+    super::sweep::sweep(&target.dir);
     let mut temp = Temp::create(&target.dir, shown)?;
     let io = |e: std::io::Error| Error::from_io(&e, shown);
     temp.file.write_all(content).map_err(io)?;
@@ -169,7 +259,9 @@ pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content
         }
     }
     temp.file.sync_all().map_err(io)?;
-    step(Step::TempWritten, &temp.name);
+    // Named from here to the rename: a few checks, no data written.
+    let temp_name = temp.link().map_err(io)?.to_os_string();
+    step(Step::TempWritten, &temp_name);
 
     // The temp's name must still name the file we wrote.
     if !temp.still_named() {
@@ -192,12 +284,12 @@ pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content
         }
         _ => return Err(changed(shown, "target")),
     }
-    step(Step::BeforeRename, &temp.name);
+    step(Step::BeforeRename, &temp_name);
 
     // On failure the old target is intact; `temp`'s drop removes only our file.
-    rename_at(&target.dir, &temp.name, &target.name).map_err(io)?;
+    rename_at(&target.dir, &temp_name, &target.name).map_err(io)?;
     temp.installed = true;
-    step(Step::AfterRename, &temp.name);
+    step(Step::AfterRename, &temp_name);
     fsync_dir(&target.dir).map_err(io)?;
     match identity_at(&target.dir, &target.name) {
         Ok(Some(id)) if id == temp.id => {}

@@ -10,10 +10,12 @@
 //!    file the link names and the link stays. The result is an open handle to the target's
 //!    directory and a final name: the lock key ([`TargetKey`]).
 //! 3. **Install** (a worker thread, holding the target's lock, see [`crate::target_lock`]):
-//!    `lstat` the target (never an open, so a FIFO or device cannot block); create the temp
-//!    `.workcell-tmp-<random>` with `O_CREAT|O_EXCL|O_NOFOLLOW` and mode 0600 beside it; write
-//!    everything; give it the old target's permission bits (0644 for a new file); fsync; check
-//!    that the temp's name still names the open file; recheck root, parent, target and
+//!    `lstat` the target (never an open, so a FIFO or device cannot block); sweep the
+//!    directory of the temps a killed host left ([`sweep`]); create the temp beside it unnamed
+//!    (`O_TMPFILE`, or `.workcell-tmp-*` with `O_CREAT|O_EXCL|O_NOFOLLOW` where there is none),
+//!    mode 0600; write everything; give it the old target's permission bits (0644 for a new
+//!    file); fsync; link it under a `.workcell-tmp-*` name; check that the name still names
+//!    the open file; recheck root, parent, target and
 //!    cancellation; `renameat` over the target; fsync the directory; check that the installed
 //!    file is the temp. Any failure before the rename removes the temp (only if the name still
 //!    names the file this call created) and leaves the old target untouched.
@@ -34,12 +36,14 @@ pub mod checks;
 pub mod install;
 pub mod queue;
 pub mod resolve;
+pub(crate) mod sweep;
 
 pub(crate) use at::{changed, fsync_dir, identity_at, io_err, lstat_at, open_at, AtTarget, Existing};
 pub use checks::{check_path, WriteRequest, MAX_WRITE_BYTES, MAX_WRITE_BYTES_CEILING};
 pub(crate) use checks::hash_mismatch;
 pub use install::{WriteOutput, NEW_FILE_MODE, TEMP_PREFIX};
 pub(crate) use install::{install, temp_name, Temp};
+pub(crate) use sweep::sweep;
 pub use queue::{run_job, spawn_job, spawn_write, start, ticket, write, write_file, Job, Queued, Started};
 pub use resolve::{Resolved, MAX_SYMLINK_HOPS};
 pub(crate) use queue::blocking;

@@ -320,3 +320,115 @@ fn a_directory_path_refusal_says_its_rule_once() {
     assert!(err.hint.as_deref().unwrap().contains("names a directory"));
     assert!(err.details.is_none(), "{:?}", err.details);
 }
+
+/// A temp name as a host that has exited would have left it: this machine's and namespace's
+/// tag, the pid of a process that ran and was reaped.
+fn name_of_an_exited_host() -> String {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let me = crate::temp_name::this_process().expect("a /proc of this PID namespace");
+    let name = format!("{TEMP_PREFIX}{:016x}-{pid}-12345-00112233445566778899aabb", me.tag);
+    assert!(crate::temp_name::owner_is_gone(&name, TEMP_PREFIX));
+    name
+}
+
+#[test]
+fn temps_left_by_an_exited_host_are_swept_by_the_next_write_in_that_directory() {
+    let (t, root, ws) = setup();
+    fs::create_dir(root.join("sub")).unwrap();
+    let outside = t.path().join("outside.txt");
+    fs::write(&outside, "outside").unwrap();
+    let stale_file = name_of_an_exited_host();
+    let stale_link = name_of_an_exited_host();
+    let stale_dir = name_of_an_exited_host();
+    fs::write(root.join("sub").join(&stale_file), "half a file").unwrap();
+    symlink(&outside, root.join("sub").join(&stale_link)).unwrap();
+    fs::create_dir(root.join("sub").join(&stale_dir)).unwrap();
+    // A live writer's temp (this process's), a plain random name, another namespace's tag.
+    let live = crate::temp_name::owned_name(TEMP_PREFIX, 12);
+    let plain = crate::temp_name::random_name(TEMP_PREFIX, 12);
+    let foreign = format!("{TEMP_PREFIX}0000000000000001-{}-1-00ff", std::process::id());
+    for n in [&live, &plain, &foreign] {
+        fs::write(root.join("sub").join(n), "keep").unwrap();
+    }
+    // A write elsewhere leaves that directory alone.
+    write_here(&ws, "other.txt", "x").unwrap();
+    assert_eq!(temps(&root).len(), 6);
+    write_here(&ws, "sub/file.txt", "new").unwrap();
+    let mut left: Vec<String> = temps(&root).into_iter().map(|p| p.rsplit('/').next().unwrap().to_string()).collect();
+    left.sort();
+    let mut want = vec![stale_dir.clone(), live, plain, foreign];
+    want.sort();
+    assert_eq!(left, want);
+    // The symlink was removed, never followed.
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "outside");
+    assert!(root.join("sub").join(&stale_dir).is_dir());
+}
+
+#[test]
+fn the_sweep_turned_off_leaves_an_exited_hosts_temps() {
+    let (_t, root, ws) = setup();
+    let stale = name_of_an_exited_host();
+    fs::write(root.join(&stale), "half").unwrap();
+    sweep::OFF.with(|o| o.set(true));
+    write_here(&ws, "file.txt", "new").unwrap();
+    sweep::OFF.with(|o| o.set(false));
+    assert_eq!(temps(&root).len(), 1);
+    write_here(&ws, "file.txt", "newer").unwrap();
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn a_temp_is_staged_unnamed_and_named_only_for_the_install() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("target"), "old").unwrap();
+    let rel = check_path("target").unwrap();
+    let cancel = Cancel::new();
+    let target = resolve(&ws, &rel, &cancel).unwrap();
+    let dir = &target.dir;
+    let mut temp = Temp::create(dir, "target").unwrap();
+    use std::io::Write as _;
+    temp.file.write_all(b"staged").unwrap();
+    // While written, nothing in the directory names it.
+    assert!(temps(&root).is_empty());
+    let name = temp.link().unwrap().to_os_string();
+    let got = temps(&root);
+    assert_eq!(got.len(), 1);
+    assert!(crate::temp_name::owner_of(name.to_str().unwrap(), TEMP_PREFIX).is_some(), "{name:?}");
+    drop(temp);
+    assert!(temps(&root).is_empty());
+}
+
+#[test]
+fn where_unnamed_temps_are_unsupported_a_named_temp_installs_and_leaves_nothing() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("target"), "old").unwrap();
+    hooks::NAMED_ONLY.with(|n| n.set(true));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (root2, seen2) = (root.clone(), seen.clone());
+    hooks::STEP.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move |s, _| {
+            if s == Step::TempWritten {
+                seen2.lock().unwrap().push(temps(&root2).len());
+            }
+        }))
+    });
+    write_here(&ws, "target", "new").unwrap();
+    hooks::NAMED_ONLY.with(|n| n.set(false));
+    reset_hooks();
+    assert_eq!(*seen.lock().unwrap(), vec![1]);
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "new");
+    assert!(temps(&root).is_empty());
+    let err = {
+        hooks::NAMED_ONLY.with(|n| n.set(true));
+        hooks::RENAME_ERRNO.with(|e| *e.borrow_mut() = Some(libc::EIO));
+        let r = write_here(&ws, "target", "newer");
+        hooks::NAMED_ONLY.with(|n| n.set(false));
+        reset_hooks();
+        r.unwrap_err()
+    };
+    assert_eq!(err.code, Code::IoError);
+    assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "new");
+    assert!(temps(&root).is_empty());
+}
