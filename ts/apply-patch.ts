@@ -1,7 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
-import type { Tool, ToolContext } from "./tool.js";
+import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES } from "./write.js";
 import { checkOptionKeys } from "./file-ops.js";
@@ -74,7 +74,7 @@ const DESCRIPTION = [
 export function createApplyPatchTool(
   root: string,
   options: ApplyPatchToolOptions = {},
-): Tool<ApplyPatchInput, ApplyPatchOutput> & { readonly effect: "write" } {
+): Tool<ApplyPatchInput, ApplyPatchOutput> & { readonly effect: "write"; readonly [WORKSPACE_ROOT]: string } {
   checkOptionKeys(options, ["maxContentBytes", "protect", "refuseLinksOnWrite"]);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   if (!Number.isSafeInteger(limit) || limit < 0 || limit > CEILING_MAX_WRITE_BYTES) {
@@ -85,6 +85,7 @@ export function createApplyPatchTool(
   const hashList = (hashes: Record<string, string> | undefined) =>
     hashes === undefined ? undefined : Object.entries(hashes).map(([path, hash]) => ({ path, hash }));
   return {
+    [WORKSPACE_ROOT]: ws.canonical,
     name: "apply_patch",
     effect: "write",
     description: DESCRIPTION,

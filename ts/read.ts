@@ -1,7 +1,7 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
-import type { Tool, ToolContext } from "./tool.js";
+import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 
 export interface ReadInput {
   path: string;
@@ -37,6 +37,9 @@ export interface ReadOutput {
   totalLines?: number;
 }
 
+export { isImageOutput, MAX_IMAGE_BYTES, type ReadImageOutput } from "./image.js";
+import type { ReadImageOutput } from "./image.js";
+
 export interface ReadToolOptions {}
 
 const parameters: JsonSchema = {
@@ -64,13 +67,18 @@ const description = [
   "Read a UTF-8 text file from the workspace.",
   "The path is relative to the workspace root and uses / between names (src/index.ts); absolute paths, .., backslashes, drive letters and Windows device names are refused, and symlinks may not lead outside the workspace.",
   "Only regular files of valid UTF-8 are read; a file of at most 65,536 bytes is returned whole as { path, content, bytes, hash } (hash: pass it as expectedHash to write_file or edit_file).",
+  "A PNG, JPEG, GIF or WebP image (at most 5 MiB) is returned as { path, mimeType, data (base64), bytes, hash }.",
   "A larger file (up to 64 MiB) is read in windows of whole lines: pass offset (first line, from 1) and/or limit (lines); the result adds { fileBytes, offset, lines, nextOffset?, totalLines? } (hash is the whole file's), holds at most 65,536 bytes, and nextOffset is where to continue (absent at the end of the file).",
 ].join(" ");
 
 /** Creates the `read_file` tool for one workspace root. */
-export function createReadTool(root: string, _options: ReadToolOptions = {}): Tool<ReadInput, ReadOutput> {
+export function createReadTool(
+  root: string,
+  _options: ReadToolOptions = {},
+): Tool<ReadInput, ReadOutput | ReadImageOutput> & { readonly [WORKSPACE_ROOT]: string } {
   const ws = openWorkspace(root);
   return {
+    [WORKSPACE_ROOT]: ws.canonical,
     name: "read_file",
     effect: "read",
     description,
@@ -84,9 +92,9 @@ export function createReadTool(root: string, _options: ReadToolOptions = {}): To
       if (limit !== undefined) out.limit = limit;
       return out;
     },
-    async execute(input: ReadInput, context: ToolContext): Promise<ReadOutput> {
+    async execute(input: ReadInput, context: ToolContext): Promise<ReadOutput | ReadImageOutput> {
       if (input.offset === undefined && input.limit === undefined) {
-        return callCore(context?.signal, (cancel) => ws.readFile(input.path, cancel));
+        return callCore(context?.signal, (cancel) => ws.readFile(input.path, cancel)) as Promise<ReadOutput | ReadImageOutput>;
       }
       return callCore(context?.signal, (cancel) => ws.readFileWindow(input.path, input.offset, input.limit, cancel));
     },

@@ -18,6 +18,7 @@ import {
   type Tool as McpTool,
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
+import { isImageOutput } from "../image.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 
 export type { ToolsInput };
@@ -117,6 +118,20 @@ export function createMcpServer(
     inflight.add(call);
     try {
       const result = await call;
+      if (!result.isError) {
+        // An image read_file returned: an image block, and its path, size and hash as text.
+        const out = JSON.parse(result.content) as unknown;
+        if (isImageOutput(out)) {
+          const { data, mimeType, ...rest } = out;
+          return {
+            content: [
+              { type: "image", data, mimeType },
+              { type: "text", text: JSON.stringify({ ...rest, mimeType }) },
+            ],
+            isError: false,
+          };
+        }
+      }
       return { content: [{ type: "text", text: result.content }], isError: result.isError };
     } finally {
       inflight.delete(call);
