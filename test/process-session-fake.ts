@@ -95,7 +95,14 @@ export function fakeSessionTools(cwd: string): FakeSessions {
       },
       async (i) => {
         const argv = i.argv as string[];
-        const child = spawn(argv[0]!, argv.slice(1), { cwd, stdio: ["pipe", "pipe", "pipe"], env: { PATH: process.env.PATH } });
+        // Node's stdio "pipes" are socket pairs; a `cat` in between gives the program a real
+        // pipe as its stdin, as a process started with a piped stdin has.
+        const child = spawn("bash", ["-c", 'exec "$0" "$@" < <(exec cat)', ...argv], {
+          cwd,
+          detached: true,
+          stdio: ["pipe", "pipe", "pipe"],
+          env: { PATH: process.env.PATH },
+        });
         const id = `p${next++}`;
         const e: Entry = { child, output: "", running: true, exitCode: null, signal: null, waiters: new Set() };
         table.set(id, e);
@@ -106,11 +113,25 @@ export function fakeSessionTools(cwd: string): FakeSessions {
         child.stdout!.on("data", add);
         child.stderr!.on("data", add);
         child.stdin!.on("error", () => {});
-        child.on("close", (code, signal) => {
+        // Ended once the program has exited and its stdout is drained (the `cat` goes when its
+        // stdin is closed).
+        let exited = false;
+        let drained = false;
+        const settle = () => {
+          if (!exited || !drained) return;
           e.running = false;
+          for (const w of [...e.waiters]) w();
+        };
+        child.stdout!.on("end", () => {
+          drained = true;
+          settle();
+        });
+        child.on("exit", (code, signal) => {
+          exited = true;
           e.exitCode = code;
           e.signal = signal;
-          for (const w of [...e.waiters]) w();
+          child.stdin!.end();
+          settle();
         });
         await wait(e, 0, i.waitFor as string | undefined, (i.waitMs as number | undefined) ?? 1000);
         return state(id, e, 0);
@@ -145,7 +166,8 @@ export function fakeSessionTools(cwd: string): FakeSessions {
       async (i) => {
         const e = get(i.id);
         if (e.running) {
-          e.child.kill((i.signal as NodeJS.Signals | undefined) ?? "SIGTERM");
+          // The whole tree, as the real tools do.
+          process.kill(-e.child.pid!, (i.signal as NodeJS.Signals | undefined) ?? "SIGTERM");
           await wait(e, 0, undefined, 5000);
         }
         return state(i.id as string, e, e.output.length);
@@ -158,7 +180,13 @@ export function fakeSessionTools(cwd: string): FakeSessions {
     calls,
     running: () => [...table].filter(([, e]) => e.running).map(([id]) => id),
     close: () => {
-      for (const e of table.values()) if (e.running) e.child.kill("SIGKILL");
+      for (const e of table.values()) {
+        try {
+          process.kill(-e.child.pid!, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
     },
   };
 }

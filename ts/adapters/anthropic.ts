@@ -158,14 +158,17 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
   }
   const root = rootOf(registry, ["read_file"]);
 
-  const capped = (text: string, lastLine: number | undefined): string => {
+  // The view cut at `max` characters, at a line's end, with where to continue (`first` is the
+  // number of the view's first line).
+  const capped = (text: string, first: number): string => {
     if (max === undefined || text.length <= max) return text;
     let cut = text.slice(0, max);
-    const nl = cut.lastIndexOf("\n");
-    if (nl > 0) cut = cut.slice(0, nl);
-    const shownLines = cut.split("\n").length;
-    const next = lastLine === undefined ? undefined : lastLine - (text.split("\n").length - shownLines) + 1;
-    return `${cut}\n[the view was cut at ${max} characters${next === undefined ? "" : `; continue with view_range [${next}, -1]`}]`;
+    if (text[max] !== "\n") {
+      const nl = cut.lastIndexOf("\n");
+      cut = nl > 0 ? cut.slice(0, nl) : "";
+    }
+    const next = first + (cut.length === 0 ? 0 : cut.split("\n").length);
+    return `${cut}${cut.length === 0 ? "" : "\n"}[the view was cut at ${max} characters; continue with view_range [${next}, -1]]`;
   };
 
   const view = async (path: string, range: unknown, signal?: AbortSignal): Promise<AnthropicToolAnswer> => {
@@ -186,8 +189,7 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
       if (w.lines === 0 && w.totalLines !== undefined && start > Math.max(w.totalLines, 1)) {
         return shape(`Invalid \`view_range\`: [${start}, ${end}]. Its first element should be within the range of lines of the file: [1, ${w.totalLines}].`);
       }
-      const lastLine = start + (w.lines ?? 0) - 1;
-      let text = capped(numbered(w.content, start), lastLine);
+      let text = capped(numbered(w.content, start), start);
       if (w.nextOffset !== undefined && (end === -1 || w.nextOffset <= end)) {
         text += `\n[the view stopped at line ${w.nextOffset - 1} (at most 65,536 bytes per view); continue with view_range [${w.nextOffset}, ${end}]]`;
       }
@@ -196,8 +198,7 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
     const r = await callTool<TextRead | ReadImageOutput>(registry, "read_file", { path }, signal);
     if (!r.ok) return viewFailure(r, path, undefined, signal);
     if (isImageOutput(r.value)) return imageBlocks(r.value);
-    const lines = r.value.content.length === 0 ? 0 : r.value.content.split("\n").length - (r.value.content.endsWith("\n") ? 1 : 0);
-    return ok(capped(numbered(r.value.content, 1), lines));
+    return ok(capped(numbered(r.value.content, 1), 1));
   };
 
   // A directory is listed; a file too large to view whole is shown from its first line.
@@ -210,8 +211,7 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
     if (e.code === ErrorCode.FILE_TOO_LARGE && range === undefined) {
       const w = await callTool<TextRead>(registry, "read_file", { path, offset: 1 }, signal);
       if (!w.ok) return editorError(w.error, path);
-      const shown = w.value.lines ?? 0;
-      let text = capped(numbered(w.value.content, 1), shown);
+      let text = capped(numbered(w.value.content, 1), 1);
       if (w.value.nextOffset !== undefined) {
         text += `\n[the file is longer than one view (65,536 bytes); this is lines 1-${w.value.nextOffset - 1}; continue with view_range [${w.value.nextOffset}, -1]]`;
       }
@@ -234,7 +234,9 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
     const entries = r.value.entries.filter((e) => !hidden(e));
     const shown = r.value.path === "." ? "." : r.value.path;
     const lines = [`Here's the files and directories up to 2 levels deep in ${shown}, excluding hidden items:`, ...entries];
-    if (r.value.truncated) lines.push(`[${r.value.notShown} more entries not shown${r.value.note ? `: ${r.value.note}` : ""}]`);
+    // Entries deeper than two levels are left out by design; only a cut listing is reported.
+    const onlyDepth = r.value.note !== undefined && /^\d+ entries not shown \(\d+ deeper than depth \d+\)/.test(r.value.note) && !/limit/.test(r.value.note.split(";")[0]!);
+    if (r.value.truncated && !onlyDepth) lines.push(`[${r.value.notShown} more entries not shown${r.value.note ? `: ${r.value.note}` : ""}]`);
     return ok(lines.join("\n"));
   };
 
@@ -380,11 +382,12 @@ export function utf8Chunks(text: string, max: number): string[] {
 
 /**
  * The text written to the shell for one command: the command in a group with stdin from
- * /dev/null (so a command that reads stdin never eats what follows), then a line with the
- * sentinel and the exit status.
+ * /dev/null (so a command that reads stdin never eats what follows) and stderr on stdout (so
+ * everything it writes comes before the sentinel), then a line with the sentinel and the exit
+ * status.
  */
 export function bashScript(command: string, sentinel: string): string {
-  return `{ ${command}\n} </dev/null\nprintf '\\n%s %s\\n' '${sentinel}' "$?"\n`;
+  return `{ ${command}\n} </dev/null 2>&1\nprintf '\\n%s %s\\n' '${sentinel}' "$?"\n`;
 }
 
 /**
@@ -555,6 +558,8 @@ function bashOver(registry: ToolRegistry, timeoutMs: number, maxOutput: number):
 
 /** The kept start, a marker for what was left out, and the kept end, within `max` characters. */
 function joined(head: string, omitted: number, tail: string, max: number): string {
-  const text = omitted > 0 ? `${head}\n[${omitted} characters omitted]\n${tail}` : head + tail;
+  let text = omitted > 0 ? `${head}\n[${omitted} characters omitted]\n${tail}` : head + tail;
+  // As a terminal shows it: no final line break.
+  if (text.endsWith("\n")) text = text.slice(0, -1);
   return cutMiddle(text, max).text;
 }
