@@ -107,10 +107,9 @@ export function workspacePath(path: unknown, root: string | undefined): { ok: tr
   };
 }
 
-/** `Error: <message> (<code>)` and the hint on the next line: a failure as text for a model. */
+/** `Error: <code>: <message>` and the hint on the next line: a failure as text for a model. */
 export function errorText(error: ToolError): string {
-  const head =
-    error.code === ErrorCode.TOOL_ARGUMENTS_INVALID ? `Error: ${error.code} (${error.message})` : `Error: ${error.message} (${error.code})`;
+  const head = `Error: ${error.code}: ${error.message}`;
   return error.hint ? `${head}\n${error.hint}` : head;
 }
 
