@@ -102,6 +102,19 @@ describe("applyPatch: the documented operations", () => {
     expect((await readdir(root)).sort()).toEqual(["link.txt", "up"]);
   });
 
+  test("a_diff_smuggling_a_second_file_is_refused_which_the_patch_itself_would_apply", async () => {
+    const { root } = await tempWorkspace();
+    const tools = createCodingTools(root);
+    const smuggled = { type: "create_file" as const, path: "ok.txt", diff: "+x\n*** Add File: other.txt\n+y\n" };
+    expect((await applyPatch(tools).run(smuggled)).status).toBe("failed");
+    expect(await readdir(root)).toEqual([]);
+    // With the header check off (the translated patch handed to apply_patch as it is), the
+    // second file would be written: the check is what keeps an operation to its one file.
+    const patchTool = tools.find((t) => t.name === "apply_patch")!;
+    const out = await patchTool.execute(patchTool.validate({ patch: operationPatch(smuggled, "ok.txt") }), { signal: new AbortController().signal });
+    expect((out as any).files.map((f: any) => f.path)).toEqual(["ok.txt", "other.txt"]);
+  });
+
   test("an_absolute_path_beneath_the_root_is_made_relative", async () => {
     const { root } = await tempWorkspace();
     const canonical = await realpath(root);

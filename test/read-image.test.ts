@@ -78,6 +78,16 @@ describe("read_file images", () => {
     expect(JSON.parse(ok.content).bytes).toBe(MAX_IMAGE_BYTES);
   });
 
+  test("a_window_of_an_image_says_to_read_it_whole", async () => {
+    const { root } = await workspaceWithPng();
+    const registry = new ToolRegistry([createReadTool(root)]);
+    const r = await executeToolCall(registry, { type: "toolCall", id: "1", name: "read_file", arguments: { path: "img/dot.png", offset: 1 } }, new AbortController().signal);
+    const e = JSON.parse(r.content).error;
+    expect(e.code).toBe("INVALID_UTF8");
+    expect(e.message).toContain("image/png");
+    expect(e.hint).toContain("without offset and limit");
+  });
+
   test("image_behind_symlink_outside_is_refused", async () => {
     const { parent, root } = await tempWorkspace();
     await writeFile(join(parent, "secret.png"), PNG_1X1);
