@@ -53,6 +53,13 @@ describe("textEditor: the documented commands", () => {
       is_error: false,
     });
     expect((await editor.handle({ command: "view", path: "src", view_range: [1, 2] })).is_error).toBe(true);
+    const { realpath } = await import("node:fs/promises");
+    for (const path of [".", "./", await realpath(root), `${await realpath(root)}/`]) {
+      const top = await editor.handle({ command: "view", path });
+      expect(top.content, path).toBe(
+        "Here's the files and directories up to 2 levels deep in ., excluding hidden items:\nprimes.py\nsrc/\nsrc/lib/\nsrc/main.py",
+      );
+    }
   });
 
   test("str_replace_answers_the_walkthrough_tool_result_and_edits", async () => {

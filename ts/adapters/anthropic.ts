@@ -172,6 +172,11 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
   };
 
   const view = async (path: string, range: unknown, signal?: AbortSignal): Promise<AnthropicToolAnswer> => {
+    // The workspace root itself (`.`, `./`, or its absolute path) is a directory to list.
+    if (path.split("/").every((segment) => segment === "" || segment === ".")) {
+      if (range !== undefined) return shape("The `view_range` parameter is not allowed when `path` points to a directory.");
+      return listing(".", signal);
+    }
     if (range !== undefined) {
       if (!Array.isArray(range) || range.length !== 2 || !range.every((n) => Number.isSafeInteger(n))) {
         return shape("Invalid `view_range`. It should be a list of two integers, such as [1, 40] (or [10, -1] to the end).");
