@@ -377,3 +377,39 @@ describe.skipIf(typeof (pkg as Record<string, unknown>).createProcessTools !== "
     }
   });
 });
+
+describe("bash wrapper against the shell", () => {
+  // Generated commands from the pieces that can unbalance a wrapper (braces, quotes, line
+  // continuations, here-documents, comments, substitutions). Whenever the command policy allows
+  // the wrapped text, bash reading it as a script must reach the sentinel line; the same
+  // inputs without the check include ones that never do (so the check is what guarantees it).
+  test("policy_allowed_wrapper_always_reaches_the_sentinel_in_bash", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const pieces = ["echo a", "echo a", " ", " x", ";", ";", "\n", "\n", "true", "cat", "{", "}", "'", '"', "\\", "#", "<<E", "E", "$(", ")", "(", "`", "&&", "|", "&"];
+    let seed = 20250124;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    let allowed = 0;
+    let brokenWithoutCheck = 0;
+    let refusedRuns = 0;
+    for (let i = 0; i < 600; i++) {
+      const command = Array.from({ length: 1 + rand(6) }, () => pieces[rand(pieces.length)]).join("");
+      if (command.trim().length === 0) continue;
+      const script = bashScript(command, "SENTINEL_X");
+      const ok = pkg.checkCommand(["bash", "-c", script]).allowed;
+      if (!ok && refusedRuns++ >= 80) continue;
+      const run = spawnSync("bash", ["-s"], { input: script, encoding: "utf8", timeout: 3000, env: { PATH: process.env.PATH } });
+      const reached = /(^|\n)SENTINEL_X \d+\n/.test(run.stdout ?? "");
+      if (ok) {
+        allowed += 1;
+        expect(reached, JSON.stringify(command)).toBe(true);
+      } else if (!reached) {
+        brokenWithoutCheck += 1;
+      }
+    }
+    expect(allowed).toBeGreaterThan(50);
+    expect(brokenWithoutCheck).toBeGreaterThan(10);
+  }, 120_000);
+});
