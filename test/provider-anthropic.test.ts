@@ -134,6 +134,41 @@ describe("textEditor: the documented errors", () => {
   });
 });
 
+describe("textEditor: permission denied", () => {
+  // Root writes anywhere, so as root the check runs as an unprivileged user (setpriv).
+  test("permission_denied_uses_the_documented_wording", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const { chmod, chown, mkdtemp } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const root = await mkdtemp(join(tmpdir(), "workcell-perm-"));
+    await mkdir(join(root, "ro"));
+    await writeFile(join(root, "ro/h.txt"), "hello\n");
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) {
+      await chown(root, 65534, 65534);
+      await chown(join(root, "ro"), 65534, 65534);
+      await chown(join(root, "ro/h.txt"), 65534, 65534);
+    }
+    await chmod(join(root, "ro"), 0o555);
+    const script = `
+      const { createCodingTools } = await import(${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)});
+      const { textEditor } = await import(${JSON.stringify(new URL("../dist/adapters/anthropic.js", import.meta.url).href)});
+      const ed = textEditor(createCodingTools(${JSON.stringify(root)}));
+      const out = [];
+      out.push(await ed.handle({ command: "str_replace", path: "ro/h.txt", old_str: "hello", new_str: "bye" }));
+      out.push(await ed.handle({ command: "create", path: "ro/new.txt", file_text: "x" }));
+      out.push(await ed.handle({ command: "insert", path: "ro/h.txt", insert_line: 0, insert_text: "x" }));
+      console.log(JSON.stringify(out));`;
+    const argv = ["--input-type=module", "-e", script];
+    const stdout = asRoot
+      ? execFileSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, ...argv], { encoding: "utf8", env: { PATH: process.env.PATH, HOME: "/tmp" } })
+      : execFileSync(process.execPath, argv, { encoding: "utf8" });
+    for (const r of JSON.parse(stdout)) expect(r).toEqual({ content: "Error: Permission denied. Cannot write to file.", is_error: true });
+    expect(await readFile(join(root, "ro/h.txt"), "utf8")).toBe("hello\n");
+    await chmod(join(root, "ro"), 0o755);
+  });
+});
+
 describe("textEditor: paths and escapes", () => {
   test("absolute_path_beneath_the_canonical_root_is_made_relative", async () => {
     const { root, editor } = await primesWorkspace();
