@@ -50,7 +50,9 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
         return JSON.parse(result.content) as unknown;
       },
       // An image read_file returned reaches the model as an image part, with its path and hash.
-      toModelOutput: ({ output }) => imageModelOutput(output) ?? { type: "json", value: output as never },
+      toModelOutput: ({ output }) =>
+        imageModelOutput(output) ??
+        (typeof output === "string" ? { type: "text", value: output } : { type: "json", value: (output === undefined ? null : output) as never }),
     });
   }
   return out;
