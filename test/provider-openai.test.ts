@@ -4,7 +4,7 @@ import { mkdir, readFile, readdir, realpath, stat, symlink, writeFile } from "no
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { applyPatch, operationPatch, shell } from "workcell/openai";
-import { createCodingTools, createRunCommandTool } from "../dist/index.js";
+import { createCodingTools, createRunCommandTool, sandboxSupport } from "../dist/index.js";
 import { tempWorkspace } from "./helpers.js";
 import { openaiApplyPatch as P, openaiShell as S } from "./provider-fixtures.js";
 
@@ -178,6 +178,17 @@ describe("shell: the documented shape", () => {
     }
     expect(r.output[3]).toEqual({ stdout: "ok\n", stderr: "", outcome: { type: "exit", exit_code: 0 } });
     expect(await readdir(parent)).not.toContain("p");
+  });
+
+  test.skipIf(sandboxSupport().landlockAbi === null)("a_write_outside_the_workspace_is_stopped_by_the_sandbox", async () => {
+    const { parent, root } = await tempWorkspace();
+    const r = await shell(createCodingTools(root)).run({ commands: [`touch ${parent}/escaped`, "touch inside", `cp /etc/hostname ${parent}/copied`] });
+    expect(r.output[0]!.outcome).not.toEqual({ type: "exit", exit_code: 0 });
+    expect(r.output[0]!.stdout).toMatch(/denied|not permitted|Read-only/i);
+    expect(r.output[1]!.outcome).toEqual({ type: "exit", exit_code: 0 });
+    expect(r.output[2]!.outcome).not.toEqual({ type: "exit", exit_code: 0 });
+    expect((await readdir(parent)).sort()).toEqual(["ROOT"]);
+    expect(await readdir(root)).toEqual(["inside"]);
   });
 
   test("a_host_allow_list_applies_to_the_shell_too", async () => {
