@@ -20,6 +20,8 @@ export interface FakeSessions {
   calls: { name: string; input: Record<string, unknown> }[];
   /** Ids of the processes still running. */
   running(): string[];
+  /** Removes a process from the table (as the real tools do some time after it ends). */
+  forget(id: string): void;
   /** Kills everything still running. */
   close(): void;
 }
@@ -179,6 +181,7 @@ export function fakeSessionTools(cwd: string): FakeSessions {
     tools,
     calls,
     running: () => [...table].filter(([, e]) => e.running).map(([id]) => id),
+    forget: (id) => void table.delete(id),
     close: () => {
       for (const e of table.values()) {
         try {

@@ -360,6 +360,21 @@ describe("bash over one process session", () => {
     expect(await sh.handle({ command: "echo next" })).toEqual({ content: "next", is_error: false });
   });
 
+  test("a_shell_that_ended_between_commands_is_replaced_once_and_the_answer_says_so", async () => {
+    const { fake, sh } = await fakeBash();
+    expect(await sh.handle({ command: "X=1; echo one" })).toEqual({ content: "one", is_error: false });
+    // The session ends behind the helper's back (its lifetime, or the tools closed) and is
+    // removed from the table: the next write finds no process.
+    const stop = fake.tools.find((t) => t.name === "stop_process")!;
+    await stop.execute({ id: "p1", signal: "SIGKILL" }, { signal: new AbortController().signal });
+    fake.forget("p1");
+    expect(await sh.handle({ command: 'echo "two[$X]"' })).toEqual({
+      content: "[the previous shell had ended; this command ran in a new one]\ntwo[]",
+      is_error: false,
+    });
+    expect(fake.calls.filter((c) => c.name === "start_process")).toHaveLength(2);
+  });
+
   test("exit_ends_the_shell_and_the_next_command_starts_a_new_one", async () => {
     const { sh } = await fakeBash();
     const r = await sh.handle({ command: "echo bye; exit 4" });

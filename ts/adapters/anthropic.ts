@@ -446,28 +446,45 @@ function bashOver(registry: ToolRegistry, timeoutMs: number, maxOutput: number):
     return { ok: true, value: { id: r.value.id, cursor: r.value.cursor } };
   };
 
+  // Writes the pieces in order: "written", or the failure and whether it was the first piece
+  // (then nothing reached the shell).
+  const write = async (id: string, pieces: string[], signal?: AbortSignal): Promise<"written" | { error: ToolError; first: boolean }> => {
+    for (const [i, piece] of pieces.entries()) {
+      let w: Called<unknown>;
+      try {
+        w = await callTool(registry, "write_process", { id, input: piece }, signal);
+      } catch (err) {
+        await stop();
+        throw err;
+      }
+      if (!w.ok) return { error: w.error, first: i === 0 };
+    }
+    return "written";
+  };
+
   const run = async (command: string, signal?: AbortSignal): Promise<AnthropicToolAnswer> => {
     const sentinel = `__workcell_${randomToken(16)}__`;
     const script = bashScript(command, sentinel);
     // The command policy sees exactly the text the shell will run.
     const refused = validateWith(registry, "start_process", { argv: ["bash", "-c", script] });
     if (refused !== undefined) return fail(errorText(refused));
-    if (session === undefined) {
-      const s = await start(signal);
-      if (!s.ok) return fail(errorText(s.error));
-      session = s.value;
-    }
-    const s = session;
-    for (const piece of utf8Chunks(script, MAX_WRITE_BYTES)) {
-      const w = await callTool(registry, "write_process", { id: s.id, input: piece }, signal).catch(async (err: unknown) => {
-        await stop();
-        throw err;
-      });
-      if (!w.ok) {
-        await stop();
-        return fail(`${errorText(w.error)}\nthe shell was stopped; the next command starts a new one`);
+    // A shell that ended since the last command (its lifetime, the tools closed) is replaced
+    // once, before anything of this command was written; the answer says so.
+    let note = "";
+    for (let attempt = 0; ; attempt++) {
+      if (session === undefined) {
+        const started = await start(signal);
+        if (!started.ok) return fail(errorText(started.error));
+        session = started.value;
+        if (attempt > 0) note = "[the previous shell had ended; this command ran in a new one]\n";
       }
+      const first = await write(session.id, utf8Chunks(script, MAX_WRITE_BYTES), signal);
+      if (first === "written") break;
+      await stop();
+      if (first.first && attempt === 0) continue;
+      return fail(`${errorText(first.error)}\nthe shell was stopped; the next command starts a new one`);
     }
+    const s = session!;
     const end = new RegExp(`(?:^|\\n)${sentinel} (\\d+)\\n`);
     const deadline = Date.now() + timeoutMs;
     let head = "";
@@ -507,7 +524,7 @@ function bashOver(registry: ToolRegistry, timeoutMs: number, maxOutput: number):
         tail = tail.slice(0, m.index);
         const code = Number(m[1]);
         const out = joined(head, omitted, tail, maxOutput);
-        return ok(code === 0 ? out : `${out}${out ? "\n" : ""}[exit code ${code}]`);
+        return ok(note + (code === 0 ? out : `${out}${out ? "\n" : ""}[exit code ${code}]`));
       }
       if (!r.value.running) {
         session = undefined;
