@@ -60,10 +60,10 @@ export declare class NativeWorkspace {
    */
   nodeProcess(source: string, arguments: Array<string>, options: NodeProcessOptions, cancel?: CancelHandle | undefined | null): Promise<NodeProcessResult>
   /**
-   * read_file: resolves to `{ ok: { path, content, bytes, hash } }` or to `{ error }`; never
-   * rejects.
+   * read_file: resolves to `{ ok: { path, content, bytes, hash } }` (an image:
+   * `{ ok: { path, mimeType, data, bytes, hash } }`) or to `{ error }`; never rejects.
    */
-  readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; content: string; bytes: number; hash: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  readFile(path: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; content: string; bytes: number; hash: string } | { path: string; mimeType: string; data: string; bytes: number; hash: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** read_file with `offset` / `limit`: a window of lines; resolves to `{ ok }` or `{ error }`. */
   readFileWindow(path: string, offset?: number | undefined | null, limit?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { path: string; content: string; bytes: number; hash: string; fileBytes: number; offset: number; lines: number; nextOffset?: number; totalLines?: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**

@@ -9,16 +9,16 @@ use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
 #[napi]
 impl NativeWorkspace {
-    /// read_file: resolves to `{ ok: { path, content, bytes, hash } }` or to `{ error }`; never
-    /// rejects.
+    /// read_file: resolves to `{ ok: { path, content, bytes, hash } }` (an image:
+    /// `{ ok: { path, mimeType, data, bytes, hash } }`) or to `{ error }`; never rejects.
     #[napi(
-        ts_return_type = "Promise<{ ok: { path: string; content: string; bytes: number; hash: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+        ts_return_type = "Promise<{ ok: { path: string; content: string; bytes: number; hash: string } | { path: string; mimeType: string; data: string; bytes: number; hash: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
     )]
     pub fn read_file<'env>(&self, env: &'env Env, path: Utf16String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (ws, path, cancel) = (self.ws.clone(), strict_string(path), cancel_of(cancel));
         on_pool(env, Lane::File, move || {
             let rel = workcell_core::parse_path(&path?)?;
-            workcell_core::read::read_file(&ws, &rel, &cancel)
+            workcell_core::read::read_file_or_image(&ws, &rel, &cancel)
         })
     }
 

@@ -6,7 +6,7 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { ToolError, createReadTool, normalizePath } from "../dist/index.js";
+import { ToolError, createReadTool, normalizePath, type ReadOutput } from "../dist/index.js";
 import { appliesHere, buildFixture, canaryContents, expand, loadCorpus, snapshotOutside, type CorpusCase } from "./corpus.js";
 import { ctx, tempWorkspace } from "./helpers.js";
 
@@ -61,7 +61,7 @@ async function runCase(c: CorpusCase): Promise<void> {
   let got: Verdict;
   let content: string | undefined;
   try {
-    const out = await tool.execute(tool.validate({ path: open }), ctx());
+    const out = (await tool.execute(tool.validate({ path: open }), ctx())) as ReadOutput;
     got = "ok";
     content = out.content;
   } catch (err) {

@@ -38,6 +38,13 @@ const EXPECTED: Record<string, RegExp[]> = {
     /^> run_tests \{"runner":"node"\}\nok: 1 passed, 0 failed\n/m,
     /^> read_file \{"path":"notes\.txt"\}\nerror: \{"error":\{"code":"PATH_ESCAPES_WORKSPACE"/m,
   ],
+  "provider-tools.mjs": [
+    /^> \{"command":"view","path":"primes\.py"\}\nok: 1: def get_primes\(limit\):\n2:     for num in range\(2, limit \+ 1\)\n/m,
+    /^ok: Successfully replaced text at exactly one location\.$/m,
+    /^is_error: Error: PATH_ESCAPES_WORKSPACE: \/etc\/passwd is outside the workspace$/m,
+    /^> create_file test_primes\.py\ncompleted: Created test_primes\.py$/m,
+    /^> create_file \.\.\/escape\.py\nfailed: Error: TOOL_ARGUMENTS_INVALID: INVALID_RELATIVE_PATH$/m,
+  ],
   "sandbox.mjs": [
     /^this system offers: \{"landlockAbi":/m,
     // The example's own leak check works: with the sandbox off, the same script reads and connects.

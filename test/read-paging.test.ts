@@ -3,13 +3,13 @@ import { open, writeFile, truncate } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { ToolError, createReadTool } from "../dist/index.js";
+import { ToolError, createReadTool, type ReadOutput } from "../dist/index.js";
 import { ctx, tempWorkspace } from "./helpers.js";
 
 type ReadTool = ReturnType<typeof createReadTool>;
 
-async function read(tool: ReadTool, args: unknown) {
-  return tool.execute(tool.validate(args), ctx());
+async function read(tool: ReadTool, args: unknown): Promise<ReadOutput> {
+  return tool.execute(tool.validate(args), ctx()) as Promise<ReadOutput>;
 }
 
 async function readErr(tool: ReadTool, args: unknown): Promise<ToolError> {

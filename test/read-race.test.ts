@@ -5,7 +5,7 @@ import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { describe, expect, test } from "vitest";
-import { ToolError, createReadTool } from "../dist/index.js";
+import { ToolError, createReadTool, type ReadOutput } from "../dist/index.js";
 import { ctx, tempWorkspace } from "./helpers.js";
 
 const swapper = `
@@ -42,7 +42,7 @@ async function race(linkTarget: (parent: string) => string, depth: string): Prom
   const reader = async (): Promise<void> => {
     for (let i = 0; i < 400; i++) {
       try {
-        const out = await tool.execute({ path: target }, ctx());
+        const out = (await tool.execute({ path: target }, ctx())) as ReadOutput;
         expect(out.content).toBe("inside");
         seen.inside = (seen.inside ?? 0) + 1;
       } catch (err) {

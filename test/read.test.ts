@@ -3,7 +3,7 @@ import { mkdir, rename, symlink, writeFile, rm, truncate } from "node:fs/promise
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { ToolError, createReadTool, isAbortError } from "../dist/index.js";
+import { ToolError, createReadTool, isAbortError, type ReadOutput } from "../dist/index.js";
 import { ctx, tempWorkspace } from "./helpers.js";
 
 async function readErr(tool: ReturnType<typeof createReadTool>, path: string): Promise<ToolError> {
@@ -30,7 +30,7 @@ describe("read_file", () => {
     const text = "\ufeffa\u0000b😀";
     await writeFile(join(root, "t.txt"), text);
     const tool = createReadTool(root);
-    const out = await tool.execute({ path: "t.txt" }, ctx());
+    const out = (await tool.execute({ path: "t.txt" }, ctx())) as ReadOutput;
     expect(out.content).toBe(text);
     expect(out.bytes).toBe(Buffer.byteLength(text));
   });
@@ -91,7 +91,7 @@ describe("read_file", () => {
     await symlink("../secret.txt", join(root, "outer"));
     await symlink(join(root, "real.txt"), join(root, "absolute"));
     const tool = createReadTool(root);
-    expect((await tool.execute({ path: "inner" }, ctx())).content).toBe("inside");
+    expect(((await tool.execute({ path: "inner" }, ctx())) as ReadOutput).content).toBe("inside");
     expect((await readErr(tool, "outer")).code).toBe("PATH_ESCAPES_WORKSPACE");
     // An absolute symlink is refused even when it points inside.
     expect((await readErr(tool, "absolute")).code).toBe("PATH_ESCAPES_WORKSPACE");
@@ -141,7 +141,7 @@ describe("root replacement", () => {
     await writeFile(join(parent, "two/a"), "two");
     await symlink("one", join(parent, "link"));
     const tool = createReadTool(join(parent, "link"));
-    expect((await tool.execute({ path: "a" }, ctx())).content).toBe("one");
+    expect(((await tool.execute({ path: "a" }, ctx())) as ReadOutput).content).toBe("one");
     await rm(join(parent, "link"));
     await symlink("two", join(parent, "link"));
     for (let i = 0; i < 20; i++) expect((await readErr(tool, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");

@@ -2,7 +2,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { APPLY_PATCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
-import type { Tool, ToolContext } from "./tool.js";
+import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
@@ -100,7 +100,7 @@ const COMPACT_DESCRIPTION = [
 export function createApplyPatchTool(
   root: string,
   options: ApplyPatchToolOptions = {},
-): Tool<ApplyPatchInput, ApplyPatchOutput> & { readonly effect: "write" } {
+): Tool<ApplyPatchInput, ApplyPatchOutput> & { readonly effect: "write"; readonly [WORKSPACE_ROOT]: string } {
   checkOptions("createApplyPatchTool", APPLY_PATCH_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);
@@ -108,6 +108,7 @@ export function createApplyPatchTool(
   const hashList = (hashes: Record<string, string> | undefined) =>
     hashes === undefined ? undefined : Object.entries(hashes).map(([path, hash]) => ({ path, hash }));
   return {
+    [WORKSPACE_ROOT]: ws.canonical,
     name: "apply_patch",
     effect: "write",
     description: options.descriptions === "full" ? DESCRIPTION : COMPACT_DESCRIPTION,

@@ -40,8 +40,12 @@ export const READ_OUTPUT_SCHEMA: JsonSchema = object(
     lines: count,
     nextOffset: { type: "integer", minimum: 1 },
     totalLines: count,
+    // An image (PNG, JPEG, GIF, WebP) instead of text: `mimeType` and `data` (base64) in place of
+    // `content`; MCP answers with the image as a block and leaves `data` out of structuredContent.
+    mimeType: string,
+    data: string,
   },
-  ["path", "content", "bytes", "hash"],
+  ["path", "bytes", "hash"],
 );
 
 export const LIST_OUTPUT_SCHEMA: JsonSchema = object(

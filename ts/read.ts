@@ -2,7 +2,7 @@ import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty, validatePath } from "./paths.js";
 import { READ_OUTPUT_SCHEMA } from "./output-schemas.js";
-import type { Tool, ToolContext } from "./tool.js";
+import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface ReadInput {
@@ -39,6 +39,9 @@ export interface ReadOutput {
   totalLines?: number;
 }
 
+export { isImageOutput, MAX_IMAGE_BYTES, type ReadImageOutput } from "./image.js";
+import type { ReadImageOutput } from "./image.js";
+
 export interface ReadToolOptions extends CommonToolOptions {}
 
 /** The options of createReadTool (see ts/options.ts). */
@@ -71,6 +74,7 @@ const description = [
   "Read a UTF-8 text file from the workspace.",
   "The path is relative to the workspace root and uses / between names (src/index.ts); absolute paths, .., backslashes, drive letters and Windows device names are refused, and symlinks may not lead outside the workspace.",
   "Only regular files of valid UTF-8 are read; a file of at most 65,536 bytes is returned whole as { path, content, bytes, hash } (hash: pass it as expectedHash to write_file or edit_file).",
+  "A PNG, JPEG, GIF or WebP image (at most 5 MiB) is returned as { path, mimeType, data (base64), bytes, hash }.",
   "A larger file (up to 64 MiB) is read in windows of whole lines: pass offset (first line, from 1) and/or limit (lines); the result adds { fileBytes, offset, lines, nextOffset?, totalLines? } (hash is the whole file's), holds at most 65,536 bytes, and nextOffset is where to continue (absent at the end of the file).",
 ].join(" ");
 
@@ -84,10 +88,14 @@ const compactDescription =
   "Read a UTF-8 text file. Over 64 KiB, read windows of lines with offset/limit and go on from nextOffset. Its hash is the expectedHash for writing it.";
 
 /** Creates the `read_file` tool for one workspace root. */
-export function createReadTool(root: string, options: ReadToolOptions = {}): Tool<ReadInput, ReadOutput> {
+export function createReadTool(
+  root: string,
+  options: ReadToolOptions = {},
+): Tool<ReadInput, ReadOutput | ReadImageOutput> & { readonly [WORKSPACE_ROOT]: string } {
   checkOptions("createReadTool", READ_OPTIONS, options);
   const ws = openWorkspace(root);
   return {
+    [WORKSPACE_ROOT]: ws.canonical,
     name: "read_file",
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
@@ -104,10 +112,10 @@ export function createReadTool(root: string, options: ReadToolOptions = {}): Too
     },
     // Not async: the call's own promise is returned (no wrapper promise per call); a throw
     // before the call starts still rejects.
-    execute(input: ReadInput, context: ToolContext): Promise<ReadOutput> {
+    execute(input: ReadInput, context: ToolContext): Promise<ReadOutput | ReadImageOutput> {
       try {
         if (input.offset === undefined && input.limit === undefined) {
-          return callCore(context?.signal, (cancel) => ws.readFile(input.path, cancel));
+          return callCore(context?.signal, (cancel) => ws.readFile(input.path, cancel)) as Promise<ReadOutput | ReadImageOutput>;
         }
         return callCore(context?.signal, (cancel) => ws.readFileWindow(input.path, input.offset, input.limit, cancel));
       } catch (err) {

@@ -49,3 +49,17 @@ export interface Tool<I = unknown, O = unknown> {
 /** Any tool, whatever its input and output types. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyTool = Tool<any, any>;
+
+/**
+ * The canonical path of a tool's workspace root, on the tools whose paths are workspace
+ * paths (read_file, apply_patch). The provider helpers use it to accept an absolute path that
+ * names a file beneath the root (the form some models are prompted with); without it every
+ * absolute path is refused.
+ */
+export const WORKSPACE_ROOT: unique symbol = Symbol.for("workcell.workspaceRoot");
+
+/** The canonical workspace root `tool` reports, if any. */
+export function workspaceRootOf(tool: object | undefined): string | undefined {
+  const root = (tool as { [WORKSPACE_ROOT]?: unknown } | undefined)?.[WORKSPACE_ROOT];
+  return typeof root === "string" && root.startsWith("/") ? root : undefined;
+}

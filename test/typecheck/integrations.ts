@@ -24,7 +24,11 @@ import {
   type ToolCall,
   type ToolResult,
 } from "workcell";
-import { toAISDKTools } from "workcell/ai";
+import { toAISDKProviderTools, toAISDKTools } from "workcell/ai";
+import { bash, textEditor } from "workcell/anthropic";
+import { applyPatch, shell } from "workcell/openai";
+import type { ToolBash20250124, ToolTextEditor20250728 } from "@anthropic-ai/sdk/resources/messages/messages";
+import type { ApplyPatchTool, FunctionShellTool, ResponseApplyPatchToolCall, ResponseFunctionShellToolCall } from "openai/resources/responses/responses";
 import { createMcpServer } from "workcell/mcp";
 import { toPiTools } from "workcell/pi";
 
@@ -55,6 +59,21 @@ export const pi: AgentTool<any>[] = toPiTools(tools);
 
 // MCP.
 export const server: Server = createMcpServer(tools, { name: "x", version: "1.0.0" });
+
+// The providers' own tools: definitions, calls and answers in the SDKs' types.
+const editor = textEditor(tools);
+export const editorDefinition: ToolTextEditor20250728 = editor.definition;
+export const bashDefinition: ToolBash20250124 = bash(tools).definition;
+export async function anthropicAnswers(use: ToolUseBlock): Promise<ToolResultBlockParam> {
+  return editor.answer(use);
+}
+export const patchDefinition: ApplyPatchTool = applyPatch(tools).definition;
+export const shellDefinition: FunctionShellTool = shell(tools).definition;
+export async function openaiAnswers(a: ResponseApplyPatchToolCall, s: ResponseFunctionShellToolCall): Promise<ResponseInputItem[]> {
+  return [await applyPatch(tools).handle(a), await shell(tools).handle(s)];
+}
+export const providerSet: ToolSet = { ...toAISDKProviderTools(tools) } as ToolSet;
+export const providerText = generateText({ model, tools: { apply_patch: toAISDKProviderTools(tools).apply_patch! }, prompt: "x" });
 
 // Negative controls: each line must fail to compile (so the checks above are not vacuous, for
 // example through an SDK type that failed to resolve and became `any`).

@@ -26,6 +26,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "../registry.js";
 import { effectOf, type ToolEffect } from "../tool.js";
+import { isImageOutput } from "../image.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
 
@@ -108,6 +109,24 @@ export function pendingCalls(server: Server): number {
 
 /** An MCP tool result from a workcell result: the JSON as text, and as structuredContent when the tool declares an outputSchema. */
 function toCallToolResult(result: ToolResult, structured: boolean): CallToolResult {
+  if (!result.isError) {
+    // An image read_file returned: an image block, and its path, size and hash as text (and as
+    // structuredContent, without the base64 said once already).
+    const value = JSON.parse(result.content) as unknown;
+    if (isImageOutput(value)) {
+      const { data, mimeType, ...rest } = value;
+      const meta = { ...rest, mimeType };
+      const image: CallToolResult = {
+        content: [
+          { type: "image", data, mimeType },
+          { type: "text", text: JSON.stringify(meta) },
+        ],
+        isError: false,
+      };
+      if (structured) image.structuredContent = meta;
+      return image;
+    }
+  }
   const out: CallToolResult = { content: [{ type: "text", text: result.content }], isError: result.isError };
   if (structured && !result.isError) out.structuredContent = JSON.parse(result.content) as Record<string, unknown>;
   return out;

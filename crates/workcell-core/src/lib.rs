@@ -32,6 +32,7 @@ pub mod fileops;
 pub mod guard;
 pub mod hash;
 pub mod host_config;
+pub mod image;
 pub mod list;
 pub mod node;
 pub mod page;

@@ -221,6 +221,14 @@ pub fn read_window(
             eof = true;
             break;
         }
+        if pos == 0 {
+            if let Some(mime) = crate::image::image_type(&buf[..n]) {
+                // Windows of lines are for text; an image is read whole.
+                return Err(Error::new(Code::InvalidUtf8, format!("{} is an image ({mime}), not text", path.as_str()))
+                    .with_hint("windows of lines (offset, limit) are for text files; read the image without offset and limit to get it whole (at most 5 MiB)")
+                    .with_details(serde_json::json!({ "mimeType": mime })));
+            }
+        }
         if pos + n as u64 > MAX_WINDOW_FILE_BYTES {
             // Grew past the limit while being read.
             return Err(window_file_too_large(path.as_str(), pos + n as u64));

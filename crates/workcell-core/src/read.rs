@@ -6,6 +6,7 @@ use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
+use crate::image::{base64, image_type, MAX_IMAGE_BYTES, SNIFF_BYTES};
 use crate::path::RelPath;
 use crate::root::{Identity, Workspace};
 
@@ -19,6 +20,29 @@ pub struct ReadOutput {
     pub bytes: usize,
     /// The `hashFile` string of the bytes returned (pass it as `expectedHash`).
     pub hash: String,
+}
+
+/// An image read by `read_file` (PNG, JPEG, GIF or WebP, recognized by content).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageOutput {
+    pub path: String,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub mime_type: &'static str,
+    /// The file's bytes, base64 (standard alphabet, padded).
+    pub data: String,
+    /// The file's size in bytes.
+    pub bytes: usize,
+    /// The `hashFile` string of the bytes.
+    pub hash: String,
+}
+
+/// What `read_file` returns: a text file's content or an image.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum ReadResult {
+    Text(ReadOutput),
+    Image(ImageOutput),
 }
 
 /// Describes a file type for `NOT_A_REGULAR_FILE`.
@@ -72,8 +96,14 @@ pub fn open_regular(ws: &Workspace, path: &RelPath) -> Result<(cap_std::fs::File
 
 /// Reads at most `limit + 1` bytes of `file`, checking cancellation between chunks.
 pub(crate) fn read_bounded(file: &mut cap_std::fs::File, limit: usize, size_hint: u64, cancel: &Cancel) -> std::io::Result<Vec<u8>> {
+    let buf = Vec::with_capacity((size_hint as usize).min(limit + 1).max(64) + 1);
+    read_more(file, buf, limit, cancel)
+}
+
+/// Appends to `buf` from `file` until `buf` holds `limit + 1` bytes or the file ends, checking
+/// cancellation between chunks (a cancelled read returns what it has).
+fn read_more(file: &mut cap_std::fs::File, mut buf: Vec<u8>, limit: usize, cancel: &Cancel) -> std::io::Result<Vec<u8>> {
     let want = limit + 1;
-    let mut buf = Vec::with_capacity((size_hint as usize).min(want).max(64) + 1);
     loop {
         if cancel.is_cancelled() {
             return Ok(buf);
@@ -131,4 +161,50 @@ pub fn read_file(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Read
     let hash = crate::hash::sha256_hex(&bytes);
     let content = decode_utf8(path.as_str(), bytes)?;
     Ok(ReadOutput { path: path.as_str().to_string(), content, bytes: len, hash })
+}
+
+fn image_too_large(path: &str, mime: &str) -> Error {
+    Error::new(Code::FileTooLarge, format!("{path} is a {mime} image larger than {MAX_IMAGE_BYTES} bytes"))
+        .with_hint("images are returned up to 5 MiB; ask the user for a smaller image, or make a smaller copy inside the workspace (for example with an image tool through run_command) and read that")
+        .with_details(serde_json::json!({ "limit": MAX_IMAGE_BYTES, "mimeType": mime }))
+}
+
+/// `read_file`: an image (PNG, JPEG, GIF or WebP by its first bytes, at most
+/// [`MAX_IMAGE_BYTES`]) as base64, any other file as [`read_file`] reads it.
+pub fn read_file_or_image(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<ReadResult> {
+    cancel.check()?;
+    ws.check()?;
+    let (mut file, identity, size) = open_regular(ws, path)?;
+    let io = |e: std::io::Error| Error::from_io(&e, path.as_str());
+    // The first bytes decide; the rest is read up to the limit of what they are.
+    let head = read_more(&mut file, Vec::with_capacity(SNIFF_BYTES + 1), SNIFF_BYTES - 1, cancel).map_err(io)?;
+    let mime = image_type(&head);
+    let limit = if mime.is_some() { MAX_IMAGE_BYTES } else { MAX_READ_BYTES };
+    let mut buf = head;
+    buf.reserve((size as usize).min(limit + 1).saturating_sub(buf.len()));
+    let bytes = read_more(&mut file, buf, limit, cancel).map_err(io)?;
+    cancel.check()?;
+    // The handle must still be what the name designates (no swap during the call).
+    match ws.identity_of(path) {
+        Ok(now) if now == identity => {}
+        _ => return Err(Error::target_changed(path.as_str())),
+    }
+    let len = bytes.len();
+    match mime {
+        Some(mime) => {
+            if len > MAX_IMAGE_BYTES {
+                return Err(image_too_large(path.as_str(), mime));
+            }
+            let hash = crate::hash::sha256_hex(&bytes);
+            Ok(ReadResult::Image(ImageOutput { path: path.as_str().to_string(), mime_type: mime, data: base64(&bytes), bytes: len, hash }))
+        }
+        None => {
+            if len > MAX_READ_BYTES {
+                return Err(too_large(path.as_str(), MAX_READ_BYTES));
+            }
+            let hash = crate::hash::sha256_hex(&bytes);
+            let content = decode_utf8(path.as_str(), bytes)?;
+            Ok(ReadResult::Text(ReadOutput { path: path.as_str().to_string(), content, bytes: len, hash }))
+        }
+    }
 }

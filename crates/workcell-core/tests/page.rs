@@ -177,3 +177,16 @@ fn bad_numbers_fifos_and_cancellation() {
     cancel.cancel();
     assert!(read_window(&ws, &parse_path("f").unwrap(), Some(1), None, &cancel).unwrap_err().is_cancelled());
 }
+
+#[test]
+fn window_of_an_image_says_to_read_it_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("ROOT");
+    fs::create_dir(&root).unwrap();
+    let ws = Workspace::open(&root).unwrap();
+    fs::write(root.join("dot.png"), b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR").unwrap();
+    let err = workcell_core::page::read_window(&ws, &parse_path("dot.png").unwrap(), Some(1), None, &Cancel::new()).unwrap_err();
+    assert_eq!(err.code, Code::InvalidUtf8);
+    assert!(err.message.contains("image/png"), "{}", err.message);
+    assert!(err.hint.unwrap().contains("without offset and limit"));
+}
