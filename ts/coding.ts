@@ -8,6 +8,7 @@ import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 import { createEditTool, type EditToolOptions } from "./edit.js";
 import type { WriteGuardOptions } from "./guard.js";
+import type { NetworkAllow } from "./sandbox.js";
 import { createApplyPatchTool, type ApplyPatchToolOptions } from "./apply-patch.js";
 import { createDeleteFileTool, createMakeDirectoryTool, createMoveFileTool, type FileOpsToolOptions } from "./file-ops.js";
 
@@ -41,8 +42,11 @@ export interface CodingToolsOptions {
 export interface ProcessToolDefaults {
   /** The call's timeout in milliseconds. */
   timeoutMs?: number;
-  /** Allow network access from the processes (the sandbox blocks it by default). */
-  network?: boolean;
+  /**
+   * Allow network access from the processes (the sandbox blocks it by default): `true`, or
+   * `{ allow: [...] }` for only the listed hosts, through workcell's filtering proxy.
+   */
+  network?: boolean | NetworkAllow;
   /**
    * The sandbox mode of the processes of node_process, run_command and run_tests: `"auto"`
    * (default), `"required"` or `"off"`.

@@ -1,7 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
-import { describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import type { Tool, ToolContext } from "./tool.js";
 
 export interface NodeProcessInput {
@@ -23,6 +23,8 @@ export interface NodeProcessOutput {
   durationMs: number;
   /** What confined the script: see the README's sandbox section. */
   sandbox: SandboxReport;
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts;
 }
 
 export interface NodeProcessToolOptions extends SandboxToolOptions {
@@ -174,7 +176,7 @@ export function createNodeProcessTool(
       const r = await callNative(context?.signal, (cancel) =>
         ws.nodeProcess(input.source, input.arguments ?? [], nativeOptions(), cancel),
       );
-      return {
+      const out: NodeProcessOutput = {
         exitCode: r.exitCode ?? null,
         signal: r.signal ?? null,
         stdout: r.stdout!,
@@ -185,6 +187,8 @@ export function createNodeProcessTool(
         durationMs: r.durationMs!,
         sandbox: toSandboxReport(r.sandbox!),
       };
+      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
+      return out;
     },
   };
 }

@@ -5,7 +5,7 @@ import type { RunCommandOptions as NativeRunCommandOptions } from "../native/bin
 import { ToolError } from "./errors.js";
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { CommandPolicy } from "./policy.js";
-import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { describeSandbox, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -36,6 +36,8 @@ export interface RunCommandOutput {
   note?: string;
   /** What confined the command: see the README's sandbox section. */
   sandbox: SandboxReport;
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts;
 }
 
 export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions {
@@ -283,6 +285,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
         sandbox: toSandboxReport(r.sandbox!),
       };
       if (r.note != null) out.note = r.note;
+      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
       return out;
     },
   };

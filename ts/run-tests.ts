@@ -6,7 +6,7 @@ import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import type { CommandPolicy } from "./policy.js";
-import { describeSandbox, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { describeSandbox, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import type { Tool, ToolContext } from "./tool.js";
 
@@ -51,6 +51,8 @@ export interface RunTestsOutput {
   note?: string;
   /** What confined the runner: see the README's sandbox section. */
   sandbox: SandboxReport;
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts;
 }
 
 /**
@@ -234,6 +236,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         sandbox: toSandboxReport(r.sandbox!),
       };
       if (r.note != null) out.note = r.note;
+      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
       return out;
     },
   };

@@ -17,8 +17,15 @@ export interface SandboxToolOptions {
    * missing; `"off"` applies nothing.
    */
   sandbox?: SandboxMode;
-  /** Let the child use the network (TCP connect and bind are blocked by default). */
-  network?: boolean;
+  /**
+   * Let the child use the network (TCP connect and bind are blocked by default): `true` opens
+   * it; `{ allow: [...] }` gives the processes a network namespace of their own whose only way
+   * out is workcell's filtering proxy (`HTTP_PROXY`/`HTTPS_PROXY`), which lets through only the
+   * listed hosts: `"registry.example.org"`, `"*.example.com"`, `"host:8080"`,
+   * `"localhost:PORT"`, an IP address, or a preset (`"npm"`, `"crates"`, `"pypi"`, `"github"`).
+   * See docs/network.md.
+   */
+  network?: boolean | NetworkAllow;
   /** Absolute paths (directories or files) the child may also read. Checked and resolved at creation. */
   readPaths?: readonly string[];
   /** Absolute paths the child may also read and write. Checked and resolved at creation. */
@@ -28,6 +35,19 @@ export interface SandboxToolOptions {
    * `landlockAbi: null` is a kernel without Landlock. Never adds a feature.
    */
   sandboxFeatures?: SandboxFeatureOverride;
+}
+
+/** `network: { allow }`: the hosts the processes may reach through the proxy. */
+export interface NetworkAllow {
+  allow: readonly string[];
+}
+
+/** The connections of a call with `network: { allow }` (the result's `network`). */
+export interface NetworkCounts {
+  /** Requests and tunnels the allowlist let through. */
+  allowed: number;
+  /** Requests refused: not listed, a private address, malformed, over a cap. */
+  refused: number;
 }
 
 export interface SandboxFeatureOverride {
@@ -43,8 +63,11 @@ export interface SandboxReport {
   landlockAbi: number | null;
   /** `"confined"`: only the workspace, the granted paths and what programs need; `"open"`: anything the user may access. */
   filesystem: "confined" | "open";
-  /** `"blocked"`: TCP connect/bind refused; `"allowed"` by the host; `"open"`: not blocked. */
-  network: "blocked" | "allowed" | "open";
+  /**
+   * `"blocked"`: TCP connect/bind refused; `"allowed"` by the host; `"filtered"`: only the
+   * proxy of `network: { allow }`; `"open"`: not blocked.
+   */
+  network: "blocked" | "allowed" | "filtered" | "open";
   /** `"namespace"`: nothing the call started outlives it; `"group"`: its process group is killed. */
   processes: "namespace" | "group";
   /** Whether Node.js's permission model also checked the script's own file access. */
@@ -73,6 +96,7 @@ export function sandboxSupport(): SandboxSupport {
 export interface NativeSandboxOptions {
   sandbox: SandboxMode;
   network: boolean;
+  networkAllow?: string[];
   readPaths: string[];
   writePaths: string[];
   sandboxLimit?: SandboxFeatureLimit;
@@ -98,15 +122,33 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
   if (!["auto", "required", "off"].includes(sandbox)) {
     throw new TypeError(`workcell: ${factory} option sandbox must be "auto", "required" or "off"`);
   }
-  if (options.network !== undefined && typeof options.network !== "boolean") {
-    throw new TypeError(`workcell: ${factory} option network must be a boolean`);
+  const net = options.network;
+  let networkAllow: string[] | undefined;
+  if (net !== undefined && typeof net !== "boolean") {
+    if (typeof net !== "object" || net === null || Array.isArray(net) || Object.keys(net).some((k) => k !== "allow")) {
+      throw new TypeError(`workcell: ${factory} option network must be a boolean or { allow: [...] }`);
+    }
+    const allow = (net as NetworkAllow).allow;
+    if (!Array.isArray(allow) || !allow.every((e) => typeof e === "string")) {
+      throw new TypeError(`workcell: ${factory} option network.allow must be an array of strings`);
+    }
+    if (sandbox === "off") {
+      throw new TypeError(`workcell: ${factory} option network.allow needs the sandbox: with sandbox "off" nothing could enforce it`);
+    }
+    try {
+      binding.sandboxNetworkAllow([...allow]);
+    } catch (err) {
+      throw new TypeError((err as Error).message);
+    }
+    networkAllow = [...allow];
   }
   const result: NativeSandboxOptions = {
     sandbox,
-    network: options.network ?? false,
+    network: net === true,
     readPaths: grantPaths(factory, "readPaths", options.readPaths),
     writePaths: grantPaths(factory, "writePaths", options.writePaths),
   };
+  if (networkAllow !== undefined) result.networkAllow = networkAllow;
   const f = options.sandboxFeatures;
   if (f !== undefined) {
     if (typeof f !== "object" || f === null) throw new TypeError(`workcell: ${factory} option sandboxFeatures must be an object`);
@@ -168,6 +210,10 @@ export function toSandboxReport(r: {
 /** One sentence for a tool's description: what the sandbox does to the model's processes. */
 export function describeSandbox(options: NativeSandboxOptions): string {
   if (options.sandbox === "off") return "It runs without a sandbox, as the user.";
-  const network = options.network ? "the network is allowed" : "the network is blocked";
+  const network = options.networkAllow
+    ? "the network is limited to the hosts the user allows, through a proxy set in HTTP_PROXY/HTTPS_PROXY (tools that ignore it cannot connect; a refusal is an HTTP 403 saying why)"
+    : options.network
+      ? "the network is allowed"
+      : "the network is blocked";
   return `It runs in a sandbox where the system allows: files outside the workspace cannot be read or written (system directories are readable), ${network}, and nothing it starts outlives the call; \`sandbox\` in the result says what was enforced.`;
 }

@@ -133,8 +133,9 @@ struct Inner {
     conns: Arc<Semaphore>,
 }
 
-/// One call's proxy: counts its connections; dropping it stops the listener and every
-/// connection.
+/// One call's proxy: counts its connections; [`Session::stop`] (or the end of the process the
+/// server watches) stops the listener and every connection.
+#[derive(Clone)]
 pub struct Session {
     inner: Arc<Inner>,
 }
@@ -180,27 +181,45 @@ impl Session {
         Server { inner: self.inner.clone() }
     }
 
+    /// Stops the listener and every connection.
+    pub fn stop(&self) {
+        self.inner.stop.cancel();
+    }
+
     pub fn counts(&self) -> Counts {
         Counts { allowed: self.inner.allowed.load(Ordering::Relaxed), refused: self.inner.refused.load(Ordering::Relaxed) }
     }
 }
 
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.inner.stop.cancel();
-    }
-}
 
 impl Server {
-    /// Accepts on `listener` (the namespace's, or any) until the session is dropped.
-    pub fn serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+    /// Accepts on `listener` (the namespace's, or any) until the session is stopped or the
+    /// process behind `until` (a pidfd) has exited; then every connection ends too.
+    pub fn serve(&self, listener: std::net::TcpListener, until: Option<std::os::fd::OwnedFd>) -> io::Result<()> {
         listener.set_nonblocking(true)?;
         let inner = self.inner.clone();
         let rt = runtime();
-        let listener = {
+        let (listener, until) = {
             let _guard = rt.enter();
-            TcpListener::from_std(listener)?
+            let until = match until {
+                // SAFETY: an owned pidfd, registered once and dropped with the AsyncFd.
+                Some(fd) => Some(
+                    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+                        .map_err(|e| io::Error::other(e.to_string()))?,
+                ),
+                None => None,
+            };
+            (TcpListener::from_std(listener)?, until)
         };
+        if let Some(until) = until {
+            let stop = inner.stop.clone();
+            rt.spawn(async move {
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = until.readable() => stop.cancel(),
+                }
+            });
+        }
         rt.spawn(async move {
             loop {
                 let accepted = tokio::select! {

@@ -44,7 +44,7 @@ fn proxy(allow: &[&str], resolver: Resolver, checks: bool) -> (Session, u16) {
     let session = Session::with(allow, resolver, checks);
     let l = StdListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
-    session.server().serve(l).unwrap();
+    session.server().serve(l, None).unwrap();
     (session, port)
 }
 
@@ -163,10 +163,10 @@ fn connections_past_the_cap_are_refused_with_503() {
 }
 
 #[test]
-fn dropping_the_session_stops_its_listener() {
+fn stopping_the_session_closes_its_listener() {
     let (session, port) = proxy(&["localhost:1"], Resolver::System, true);
     assert!(ask(port, "CONNECT localhost:2 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 403"));
-    drop(session);
+    session.stop();
     let deadline = Instant::now() + Duration::from_secs(5);
     while StdStream::connect(("127.0.0.1", port)).is_ok() {
         assert!(Instant::now() < deadline, "the listener is still open");
