@@ -175,6 +175,26 @@ fn stopping_the_session_closes_its_listener() {
 }
 
 #[test]
+fn the_session_stops_when_the_watched_process_exits() {
+    let allow = Arc::new(Allowlist::parse(&["localhost:1"]).unwrap());
+    let session = Session::new(allow);
+    let l = StdListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let mut child = std::process::Command::new("/bin/sleep").arg("30").spawn().unwrap();
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).unwrap();
+    session.server().serve(l, Some(pidfd)).unwrap();
+    assert!(ask(port, "CONNECT localhost:2 HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 403"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while StdStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(Instant::now() < deadline, "the listener outlived the process it watched");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
 fn the_child_environment_points_every_proxy_variable_at_the_namespace_port() {
     let env = child_environment();
     for name in ["HTTP_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"] {

@@ -417,6 +417,27 @@ mod tests {
     }
 
     #[test]
+    fn an_allowlist_is_filtered_and_never_runs_without_a_namespace() {
+        let allow = Some(std::sync::Arc::new(crate::proxy::Allowlist::parse(&["localhost:1"]).unwrap()));
+        let o = SandboxOptions { network_allow: allow.clone(), ..SandboxOptions::default() };
+        assert_eq!(plan(&o, &FULL).network, Network::Filtered);
+        assert!(missing(&plan(&o, &Features { landlock_abi: Some(3), ..FULL })).is_empty());
+        // No namespaces: refused in auto mode too, before any effect.
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        for mode in [Mode::Auto, Mode::Required] {
+            let o = SandboxOptions { mode, network_allow: allow.clone(), limit: Some(Features { pid_namespace: false, ..FULL }), ..SandboxOptions::default() };
+            let err = prepare(&o, &ws, &[]).unwrap_err();
+            assert_eq!(err.code, Code::SandboxUnavailable);
+            assert_eq!(err.details.as_ref().unwrap()["missing"][0], "network-namespace");
+            assert_eq!(require(&o).unwrap_err().code, Code::SandboxUnavailable);
+        }
+        // An allowlist with the sandbox off, or with network: true, is the host's mistake.
+        assert!(SandboxOptions { mode: Mode::Off, network_allow: allow.clone(), ..SandboxOptions::default() }.validate().is_err());
+        assert!(SandboxOptions { network: true, network_allow: allow, ..SandboxOptions::default() }.validate().is_err());
+    }
+
+    #[test]
     fn relative_grants_are_refused() {
         let o = SandboxOptions { read_paths: vec!["rel".into()], ..SandboxOptions::default() };
         assert!(o.validate().is_err());
