@@ -188,6 +188,14 @@ export interface NativeError {
   details?: string
 }
 
+/** The connections of a call with `network: { allow }` through the proxy. */
+export interface NetworkCounts {
+  /** Requests and tunnels the allowlist let through. */
+  allowed: number
+  /** Requests refused (not listed, a non-public address, malformed, over a cap). */
+  refused: number
+}
+
 /** What the host's Node.js offers for its permission model. */
 export interface NodePermissionSupport {
   /** `--permission` or `--experimental-permission`. */
@@ -213,6 +221,8 @@ export interface NodeProcessOptions {
   sandbox?: string
   /** Let the child use the network. */
   network?: boolean
+  /** `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`). */
+  networkAllow?: Array<string>
   /** Canonical absolute paths the child may also read. */
   readPaths?: Array<string>
   /** Canonical absolute paths the child may also read and write. */
@@ -233,6 +243,8 @@ export interface NodeProcessResult {
   timedOut?: boolean
   durationMs?: number
   sandbox?: SandboxReport
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts
   error?: NativeError
 }
 
@@ -276,6 +288,8 @@ export interface RunCommandOptions {
   sandbox?: string
   /** Let the command use the network. */
   network?: boolean
+  /** `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`). */
+  networkAllow?: Array<string>
   /** Canonical absolute paths the command may also read. */
   readPaths?: Array<string>
   /** Canonical absolute paths the command may also read and write. */
@@ -295,6 +309,8 @@ export interface RunCommandResult {
   timeoutMs?: number
   note?: string
   sandbox?: SandboxReport
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts
   error?: NativeError
 }
 
@@ -323,6 +339,8 @@ export interface RunTestsOptions {
   sandbox?: string
   /** Let the tests use the network. */
   network?: boolean
+  /** `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`). */
+  networkAllow?: Array<string>
   /** Canonical absolute paths the tests may also read. */
   readPaths?: Array<string>
   /** Canonical absolute paths the tests may also read and write. */
@@ -345,6 +363,8 @@ export interface RunTestsResult {
   timeoutMs?: number
   note?: string
   sandbox?: SandboxReport
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts
   error?: NativeError
 }
 
@@ -377,12 +397,18 @@ export interface SandboxFeatures {
  */
 export declare function sandboxGrantPath(path: string): string
 
+/**
+ * Checks the entries of `network: { allow }`; throws with a message for the host naming the
+ * first bad one. Returns what each entry allows (presets expanded).
+ */
+export declare function sandboxNetworkAllow(entries: Array<string>): Array<string>
+
 /** What confined a child: the `sandbox` field of a result. */
 export interface SandboxReport {
   landlockAbi?: number
   /** `"confined"` or `"open"`. */
   filesystem: string
-  /** `"blocked"`, `"allowed"` or `"open"`. */
+  /** `"blocked"`, `"allowed"`, `"filtered"` or `"open"`. */
   network: string
   /** `"namespace"` or `"group"`. */
   processes: string

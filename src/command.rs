@@ -36,6 +36,8 @@ pub struct RunCommandOptions {
     pub sandbox: Option<String>,
     /// Let the command use the network.
     pub network: Option<bool>,
+    /// `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`).
+    pub network_allow: Option<Vec<String>>,
     /// Canonical absolute paths the command may also read.
     pub read_paths: Option<Vec<String>>,
     /// Canonical absolute paths the command may also read and write.
@@ -57,6 +59,8 @@ pub struct RunCommandResult {
     pub timeout_ms: Option<f64>,
     pub note: Option<String>,
     pub sandbox: Option<SandboxReport>,
+    /// With `network: { allow }`: the connections through the proxy.
+    pub network: Option<crate::sandbox::NetworkCounts>,
     pub error: Option<NativeError>,
 }
 
@@ -74,6 +78,7 @@ impl From<workcell_core::Result<CommandOutput>> for RunCommandResult {
                 timeout_ms: Some(o.timeout_ms as f64),
                 note: o.note,
                 sandbox: Some(o.sandbox.into()),
+                network: o.network.map(Into::into),
                 error: None,
             },
             Err(e) => RunCommandResult { error: Some(e.into()), ..Default::default() },
@@ -91,7 +96,7 @@ fn options(o: RunCommandOptions) -> napi::Result<CommandOptions> {
     set_bytes(&mut opts.tail_bytes, o.output_tail_bytes);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
     validated(opts, CommandOptions::validate)
 }
 

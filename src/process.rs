@@ -51,6 +51,8 @@ pub struct NodeProcessOptions {
     pub sandbox: Option<String>,
     /// Let the child use the network.
     pub network: Option<bool>,
+    /// `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`).
+    pub network_allow: Option<Vec<String>>,
     /// Canonical absolute paths the child may also read.
     pub read_paths: Option<Vec<String>>,
     /// Canonical absolute paths the child may also read and write.
@@ -73,6 +75,8 @@ pub struct NodeProcessResult {
     pub timed_out: Option<bool>,
     pub duration_ms: Option<u32>,
     pub sandbox: Option<SandboxReport>,
+    /// With `network: { allow }`: the connections through the proxy.
+    pub network: Option<crate::sandbox::NetworkCounts>,
     pub error: Option<NativeError>,
 }
 
@@ -89,6 +93,7 @@ impl From<workcell_core::Result<NodeOutput>> for NodeProcessResult {
                 timed_out: Some(o.timed_out),
                 duration_ms: Some(o.duration_ms.min(u32::MAX as u64) as u32),
                 sandbox: Some(o.sandbox.into()),
+                network: o.network.map(Into::into),
                 error: None,
             },
             Err(e) => NodeProcessResult { error: Some(e.into()), ..Default::default() },
@@ -110,7 +115,7 @@ fn options(o: NodeProcessOptions) -> napi::Result<NodeOptions> {
     opts.path = o.path.map(Into::into);
     opts.env = env_of(o.env);
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
     opts.node_permission = crate::sandbox::node_permission(o.node_permission);
     validated(opts, NodeOptions::validate)
 }

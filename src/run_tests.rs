@@ -39,6 +39,8 @@ pub struct RunTestsOptions {
     pub sandbox: Option<String>,
     /// Let the tests use the network.
     pub network: Option<bool>,
+    /// `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`).
+    pub network_allow: Option<Vec<String>>,
     /// Canonical absolute paths the tests may also read.
     pub read_paths: Option<Vec<String>>,
     /// Canonical absolute paths the tests may also read and write.
@@ -70,6 +72,8 @@ pub struct RunTestsResult {
     pub timeout_ms: Option<f64>,
     pub note: Option<String>,
     pub sandbox: Option<SandboxReport>,
+    /// With `network: { allow }`: the connections through the proxy.
+    pub network: Option<crate::sandbox::NetworkCounts>,
     pub error: Option<NativeError>,
 }
 
@@ -89,6 +93,7 @@ impl From<workcell_core::Result<TestsOutput>> for RunTestsResult {
                 timeout_ms: Some(o.timeout_ms as f64),
                 note: o.note,
                 sandbox: Some(o.sandbox.into()),
+                network: o.network.map(Into::into),
                 error: None,
             },
             Err(e) => RunTestsResult { error: Some(e.into()), ..Default::default() },
@@ -108,7 +113,7 @@ fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     opts.go_mod_cache = o.go_mod_cache.map(Into::into);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
     validated(opts, TestsOptions::validate)
 }
 

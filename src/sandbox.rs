@@ -29,7 +29,7 @@ pub struct SandboxReport {
     pub landlock_abi: Option<u32>,
     /// `"confined"` or `"open"`.
     pub filesystem: String,
-    /// `"blocked"`, `"allowed"` or `"open"`.
+    /// `"blocked"`, `"allowed"`, `"filtered"` or `"open"`.
     pub network: String,
     /// `"namespace"` or `"group"`.
     pub processes: String,
@@ -46,6 +46,29 @@ impl From<Report> for SandboxReport {
             node_permission: r.node_permission,
         }
     }
+}
+
+/// The connections of a call with `network: { allow }` through the proxy.
+#[napi(object)]
+pub struct NetworkCounts {
+    /// Requests and tunnels the allowlist let through.
+    pub allowed: f64,
+    /// Requests refused (not listed, a non-public address, malformed, over a cap).
+    pub refused: f64,
+}
+
+impl From<workcell_core::proxy::Counts> for NetworkCounts {
+    fn from(c: workcell_core::proxy::Counts) -> Self {
+        NetworkCounts { allowed: c.allowed as f64, refused: c.refused as f64 }
+    }
+}
+
+/// Checks the entries of `network: { allow }`; throws with a message for the host naming the
+/// first bad one. Returns what each entry allows (presets expanded).
+#[napi]
+pub fn sandbox_network_allow(entries: Vec<String>) -> napi::Result<Vec<String>> {
+    let allow = workcell_core::proxy::Allowlist::parse(&entries).map_err(crate::process_tool::host_error)?;
+    Ok(allow.entries().iter().map(|e| e.text.clone()).collect())
 }
 
 /// The sandbox features of this system, as probed.
@@ -77,6 +100,7 @@ pub fn sandbox_grant_path(path: String) -> napi::Result<String> {
 pub(crate) fn options(
     mode: Option<String>,
     network: Option<bool>,
+    network_allow: Option<Vec<String>>,
     read_paths: Option<Vec<String>>,
     write_paths: Option<Vec<String>>,
     limit: Option<SandboxFeatureLimit>,
@@ -91,9 +115,16 @@ pub(crate) fn options(
         user_namespace: l.user_namespace.unwrap_or(true),
         proc_mount: l.proc_mount.unwrap_or(true),
     });
+    let network_allow = match network_allow {
+        Some(entries) => Some(std::sync::Arc::new(
+            workcell_core::proxy::Allowlist::parse(&entries).map_err(crate::process_tool::host_error)?,
+        )),
+        None => None,
+    };
     Ok(SandboxOptions {
         mode,
         network: network.unwrap_or(false),
+        network_allow,
         read_paths: read_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
         write_paths: write_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
         limit,

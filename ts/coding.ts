@@ -19,7 +19,7 @@ import {
   type FileOpsToolOptions,
 } from "./file-ops.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, type SandboxSaid } from "./sandbox.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions extends CommonToolOptions {
@@ -51,8 +51,11 @@ export interface CodingToolsOptions extends CommonToolOptions {
 export interface ProcessToolDefaults {
   /** The call's timeout in milliseconds. */
   timeoutMs?: number;
-  /** Allow network access from the processes (the sandbox blocks it by default). */
-  network?: boolean;
+  /**
+   * Allow network access from the processes (the sandbox blocks it by default): `true`, or
+   * `{ allow: [...] }` for only the listed hosts, through workcell's filtering proxy.
+   */
+  network?: boolean | NetworkAllow;
   /**
    * The sandbox mode of the processes of node_process, run_command and run_tests: `"auto"`
    * (default), `"required"` or `"off"`.

@@ -41,6 +41,7 @@ export { createRunTestsTool } from "./run-tests.js";
 export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
 export { sandboxSupport } from "./sandbox.js";
 export type { SandboxMode, SandboxReport, SandboxSupport, SandboxToolOptions, SandboxFeatureOverride } from "./sandbox.js";
+export type { NetworkAllow, NetworkCounts } from "./sandbox.js";
 export { createCodingTools } from "./coding.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";

@@ -1,7 +1,7 @@
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { NODE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
@@ -25,6 +25,8 @@ export interface NodeProcessOutput {
   durationMs: number;
   /** What confined the script: see the README's sandbox section. */
   sandbox: SandboxReport;
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts;
 }
 
 export interface NodeProcessToolOptions extends SandboxToolOptions, CommonToolOptions {
@@ -191,7 +193,7 @@ export function createNodeProcessTool(
       const r = await callNative(context?.signal, (cancel) =>
         ws.nodeProcess(input.source, input.arguments ?? [], nativeOptions(), cancel),
       );
-      return {
+      const out: NodeProcessOutput = {
         exitCode: r.exitCode ?? null,
         signal: r.signal ?? null,
         stdout: r.stdout!,
@@ -202,6 +204,8 @@ export function createNodeProcessTool(
         durationMs: r.durationMs!,
         sandbox: toSandboxReport(r.sandbox!),
       };
+      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
+      return out;
     },
   };
 }

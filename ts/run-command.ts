@@ -5,7 +5,7 @@ import type { RunCommandOptions as NativeRunCommandOptions } from "../native/bin
 import { ToolError } from "./errors.js";
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, describeSandbox, describeSandboxCompact, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, describeSandbox, describeSandboxCompact, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -38,6 +38,8 @@ export interface RunCommandOutput {
   note?: string;
   /** What confined the command: see the README's sandbox section. */
   sandbox: SandboxReport;
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts;
 }
 
 export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
@@ -292,6 +294,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
         sandbox: toSandboxReport(r.sandbox!),
       };
       if (r.note != null) out.note = r.note;
+      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
       return out;
     },
   };

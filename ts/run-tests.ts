@@ -6,7 +6,7 @@ import { ToolError } from "./errors.js";
 import { callNative, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -53,6 +53,8 @@ export interface RunTestsOutput {
   note?: string;
   /** What confined the runner: see the README's sandbox section. */
   sandbox: SandboxReport;
+  /** With `network: { allow }`: the connections through the proxy. */
+  network?: NetworkCounts;
 }
 
 /**
@@ -244,6 +246,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         sandbox: toSandboxReport(r.sandbox!),
       };
       if (r.note != null) out.note = r.note;
+      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
       return out;
     },
   };

@@ -18,8 +18,15 @@ export interface SandboxToolOptions {
    * missing; `"off"` applies nothing.
    */
   sandbox?: SandboxMode;
-  /** Let the child use the network (TCP connect and bind are blocked by default). */
-  network?: boolean;
+  /**
+   * Let the child use the network (TCP connect and bind are blocked by default): `true` opens
+   * it; `{ allow: [...] }` gives the processes a network namespace of their own whose only way
+   * out is workcell's filtering proxy (`HTTP_PROXY`/`HTTPS_PROXY`), which lets through only the
+   * listed hosts: `"registry.example.org"`, `"*.example.com"`, `"host:8080"`,
+   * `"localhost:PORT"`, an IP address, or a preset (`"npm"`, `"crates"`, `"pypi"`, `"github"`).
+   * See docs/network.md.
+   */
+  network?: boolean | NetworkAllow;
   /** Absolute paths (directories or files) the child may also read. Checked and resolved at creation. */
   readPaths?: readonly string[];
   /** Absolute paths the child may also read and write. Checked and resolved at creation. */
@@ -29,6 +36,19 @@ export interface SandboxToolOptions {
    * `landlockAbi: null` is a kernel without Landlock. Never adds a feature.
    */
   sandboxFeatures?: SandboxFeatureOverride;
+}
+
+/** `network: { allow }`: the hosts the processes may reach through the proxy. */
+export interface NetworkAllow {
+  allow: readonly string[];
+}
+
+/** The connections of a call with `network: { allow }` (the result's `network`). */
+export interface NetworkCounts {
+  /** Requests and tunnels the allowlist let through. */
+  allowed: number;
+  /** Requests refused: not listed, a private address, malformed, over a cap. */
+  refused: number;
 }
 
 export interface SandboxFeatureOverride {
@@ -44,8 +64,11 @@ export interface SandboxReport {
   landlockAbi: number | null;
   /** `"confined"`: only the workspace, the granted paths and what programs need; `"open"`: anything the user may access. */
   filesystem: "confined" | "open";
-  /** `"blocked"`: TCP connect/bind refused; `"allowed"` by the host; `"open"`: not blocked. */
-  network: "blocked" | "allowed" | "open";
+  /**
+   * `"blocked"`: TCP connect/bind refused; `"allowed"` by the host; `"filtered"`: only the
+   * proxy of `network: { allow }`; `"open"`: not blocked.
+   */
+  network: "blocked" | "allowed" | "filtered" | "open";
   /** `"namespace"`: nothing the call started outlives it; `"group"`: its process group is killed. */
   processes: "namespace" | "group";
   /** Whether Node.js's permission model also checked the script's own file access. */
@@ -74,7 +97,10 @@ export function sandboxSupport(): SandboxSupport {
 /** The spec entries of {@link SandboxToolOptions} (see ts/options.ts). */
 export const SANDBOX_OPTIONS = {
   sandbox: option.enum(["auto", "required", "off"], "the sandbox mode"),
-  network: option.boolean("let the processes use the network"),
+  network: option.oneOf(
+    [{ type: "boolean" }, { type: "object", spec: { allow: option.strings("hosts, *.domains, host:port entries and presets") } }],
+    "true: the network; { allow }: only these hosts, through workcell's proxy",
+  ),
   readPaths: option.paths("absolute paths the processes may also read"),
   writePaths: option.paths("absolute paths the processes may also read and write"),
   sandboxFeatures: option.object(
@@ -94,6 +120,7 @@ export const SANDBOX_OPTIONS = {
 export interface NativeSandboxOptions {
   sandbox: SandboxMode;
   network: boolean;
+  networkAllow?: string[];
   readPaths: string[];
   writePaths: string[];
   sandboxLimit?: SandboxFeatureLimit;
@@ -116,13 +143,34 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
   const own: Record<string, unknown> = {};
   for (const k of Object.keys(SANDBOX_OPTIONS)) own[k] = (options as Record<string, unknown>)[k];
   checkOptions(factory, SANDBOX_OPTIONS, own);
+  const sandbox = options.sandbox ?? "auto";
+  const net = options.network;
+  let networkAllow: string[] | undefined;
+  if (net !== undefined && typeof net !== "boolean") {
+    if (typeof net !== "object" || net === null || Array.isArray(net) || Object.keys(net).some((k) => k !== "allow")) {
+      throw new TypeError(`workcell: ${factory} option network must be a boolean or { allow: [...] }`);
+    }
+    const allow = (net as NetworkAllow).allow;
+    if (!Array.isArray(allow) || !allow.every((e) => typeof e === "string")) {
+      throw new TypeError(`workcell: ${factory} option network.allow must be an array of strings`);
+    }
+    if (sandbox === "off") {
+      throw new TypeError(`workcell: ${factory} option network.allow needs the sandbox: with sandbox "off" nothing could enforce it`);
+    }
+    try {
+      binding.sandboxNetworkAllow([...allow]);
+    } catch (err) {
+      throw new TypeError((err as Error).message);
+    }
+    networkAllow = [...allow];
+  }
   const result: NativeSandboxOptions = {
-    sandbox: options.sandbox ?? "auto",
-    network: options.network ?? false,
-    // Each path is checked and resolved in Rust (it must exist and be absolute).
+    sandbox,
+    network: net === true,
     readPaths: grantPaths(options.readPaths),
     writePaths: grantPaths(options.writePaths),
   };
+  if (networkAllow !== undefined) result.networkAllow = networkAllow;
   const f = options.sandboxFeatures;
   if (f !== undefined) {
     const abi = f.landlockAbi;
@@ -183,19 +231,31 @@ export const SANDBOX_SAID_BY: unique symbol = Symbol("workcell.sandboxSaidBy");
 export interface SandboxSaid {
   tool: string;
   sandbox: SandboxMode;
-  network: boolean;
+  network: boolean | NetworkAllow;
+}
+
+/** The network a tool's processes get, in the words of the compact description. */
+function networkWords(network: boolean | NetworkAllow | undefined, allow?: readonly string[]): string {
+  const list = allow ?? (typeof network === "object" ? network.allow : undefined);
+  if (list !== undefined) return "limited to the host's allowlist through an HTTP proxy (HTTP_PROXY)";
+  return network === true ? "allowed" : "blocked";
 }
 
 /** The compact sandbox sentence; `said`: a tool whose description already says the same one. */
 export function describeSandboxCompact(options: NativeSandboxOptions, said?: SandboxSaid): string {
   if (options.sandbox === "off") return "It runs without a sandbox, as the user.";
-  if (said !== undefined && said.sandbox === options.sandbox && said.network === options.network) return `Sandboxed as ${said.tool}.`;
-  return `Sandboxed: files outside the workspace are off-limits (system files readable), the network is ${options.network ? "allowed" : "blocked"}, nothing outlives the call.`;
+  const network = networkWords(options.network, options.networkAllow);
+  if (said !== undefined && said.sandbox === options.sandbox && networkWords(said.network) === network) return `Sandboxed as ${said.tool}.`;
+  return `Sandboxed: files outside the workspace are off-limits (system files readable), the network is ${network}, nothing outlives the call.`;
 }
 
 /** One sentence for a tool's description: what the sandbox does to the model's processes. */
 export function describeSandbox(options: NativeSandboxOptions): string {
   if (options.sandbox === "off") return "It runs without a sandbox, as the user.";
-  const network = options.network ? "the network is allowed" : "the network is blocked";
+  const network = options.networkAllow
+    ? "the network is limited to the hosts the user allows, through a proxy set in HTTP_PROXY/HTTPS_PROXY (tools that ignore it cannot connect; a refusal is an HTTP 403 saying why)"
+    : options.network
+      ? "the network is allowed"
+      : "the network is blocked";
   return `It runs in a sandbox where the system allows: files outside the workspace cannot be read or written (system directories are readable), ${network}, and nothing it starts outlives the call; \`sandbox\` in the result says what was enforced.`;
 }

@@ -41,6 +41,7 @@ pub mod path;
 pub mod pool;
 pub mod policy;
 pub mod process;
+pub mod proxy;
 pub mod read;
 pub mod root;
 pub mod sandbox;

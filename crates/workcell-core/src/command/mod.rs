@@ -172,6 +172,8 @@ pub struct CommandOutput {
     pub note: Option<String>,
     /// What confined the command.
     pub sandbox: Report,
+    /// With `network: { allow }`: the connections through the proxy.
+    pub network: Option<crate::proxy::Counts>,
 }
 
 impl CommandOutput {
@@ -189,6 +191,9 @@ impl CommandOutput {
         });
         if let Some(note) = &self.note {
             v["note"] = serde_json::json!(note);
+        }
+        if let Some(n) = &self.network {
+            v["network"] = n.to_json();
         }
         v
     }
@@ -227,6 +232,7 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
         env: launch::base_environment(&opts.path, &scratch, &opts.env),
     };
     let mut spec = launch::spawn_spec(launch, &workdir);
+    let net = confinement.network();
     let report = confinement.apply(&mut spec);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let sink = HeadTail::new(opts.head_bytes, opts.tail_bytes);
@@ -249,6 +255,7 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
         timeout_ms,
         note: checked.note,
         sandbox: report,
+        network: net.map(|n| n.counts()),
     };
     match finished.end {
         End::Exited => Ok(output),

@@ -140,11 +140,13 @@ pub struct NodeOutput {
     pub duration_ms: u64,
     /// What confined the child.
     pub sandbox: Report,
+    /// With `network: { allow }`: the connections through the proxy.
+    pub network: Option<crate::proxy::Counts>,
 }
 
 impl NodeOutput {
     fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "exitCode": self.exit_code,
             "signal": self.signal,
             "stdout": self.stdout,
@@ -154,7 +156,11 @@ impl NodeOutput {
             "timedOut": self.timed_out,
             "durationMs": self.duration_ms,
             "sandbox": self.sandbox.to_json(),
-        })
+        });
+        if let Some(n) = &self.network {
+            v["network"] = n.to_json();
+        }
+        v
     }
 }
 
@@ -239,6 +245,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     if let Some(prepare) = &opts.prepare {
         prepare(&mut spec, ws.canonical())?;
     }
+    let net = confinement.network();
     let mut report = confinement.apply(&mut spec);
     report.node_permission = node_permission;
     let run = RunOptions { timeout: Some(opts.timeout), reaper: opts.reaper, ..RunOptions::default() };
@@ -260,6 +267,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
         timed_out: false,
         duration_ms: finished.duration.as_millis() as u64,
         sandbox: report,
+        network: net.map(|n| n.counts()),
     };
     match finished.end {
         End::Exited => Ok(output),

@@ -87,7 +87,9 @@ fn ruleset_error(e: ::landlock::RulesetError) -> io::Error {
 /// granted everything; `grants` are opened now and skipped when they do not exist; with
 /// `block_network`, TCP bind and connect are handled and nothing allows them. Returns the
 /// ruleset's descriptor (close-on-exec), to be enforced in the child with [`restrict`].
-pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_network: bool) -> io::Result<OwnedFd> {
+/// `connect_port` (with `block_network`) is the one TCP port the child may connect to: the
+/// filtering proxy's, on the loopback of its network namespace ([`super::netns`]).
+pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_network: bool, connect_port: Option<u16>) -> io::Result<OwnedFd> {
     let abi = ABI::from(abi as i32);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -101,6 +103,9 @@ pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_networ
     }
     let mut created = ruleset.create().map_err(ruleset_error)?;
     created = created.add_rule(PathBeneath::new(workspace, rights(abi, Access::ReadWrite, true))).map_err(ruleset_error)?;
+    if let (true, Some(port)) = (block_network && abi >= ABI::V4, connect_port) {
+        created = created.add_rule(::landlock::NetPort::new(port, AccessNet::ConnectTcp)).map_err(ruleset_error)?;
+    }
     for grant in grants {
         let fd = match open_path(&grant.path, grant.no_follow) {
             Ok(fd) => fd,

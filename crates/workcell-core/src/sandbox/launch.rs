@@ -84,6 +84,8 @@ pub struct Launch {
     /// `oom_score_adj` 1000 for the program (every confined process).
     oom: bool,
     probe: bool,
+    /// A network namespace whose loopback listener goes to the host's proxy ([`super::netns`]).
+    net: Option<super::netns::Net>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -94,13 +96,25 @@ impl std::fmt::Debug for Launch {
 
 impl Launch {
     pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>, oom: bool) -> Self {
-        Launch { ruleset, namespaces, oom, probe: false }
+        Launch { ruleset, namespaces, oom, probe: false, net: None }
+    }
+
+    /// The child gets a network namespace of its own, its proxy listener served by `net`
+    /// (only with namespaces).
+    pub fn with_net(mut self, net: Option<super::netns::Net>) -> Self {
+        self.net = net;
+        self
+    }
+
+    /// A probe of the network namespace ([`super::netns::available`]).
+    pub(super) fn probe_network(net: super::netns::Net) -> Self {
+        Launch { net: Some(net), ..Launch::probe() }
     }
 
     /// A launcher whose program's process reports, through its exit code, how far it got in the
     /// namespace instead of exec'ing ([`super::probe`]).
     pub(super) fn probe() -> Self {
-        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, probe: true }
+        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, probe: true, net: None }
     }
 }
 
@@ -113,6 +127,8 @@ struct CArgs<'a> {
     ruleset: RawFd,
     namespaces: Option<&'a NsPlan>,
     oom: bool,
+    /// The Unix socket to send the network namespace's listener through; -1 for none.
+    net: RawFd,
     exec: Option<&'a Exec>,
     init_stack: *mut libc::c_void,
     main_stack: *mut libc::c_void,
@@ -133,6 +149,10 @@ impl Launcher for Launch {
             ruleset: self.ruleset.as_ref().map_or(-1, |f| f.as_raw_fd()),
             namespaces: self.namespaces.as_ref(),
             oom: self.oom,
+            net: match (&self.namespaces, &self.net) {
+                (Some(_), Some(n)) => n.child_fd(),
+                _ => -1,
+            },
             exec: (!self.probe).then_some(&exec),
             init_stack: stacks.top(1),
             main_stack: stacks.top(2),
@@ -189,6 +209,20 @@ impl Launcher for Launch {
             // host's too). It may have forked in the meantime; with a namespace, the init sets
             // the score (see `pidns`).
             let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000");
+        }
+        if let (Some(_), Some(net)) = (&self.namespaces, &self.net) {
+            // The namespace's listener is in the socket already (C sent it before starting the
+            // init); without it the program must not run at all.
+            if let Err(e) = net.start(pid) {
+                // SAFETY: C leads the call's process group; its death ends the namespace.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                    let mut status = 0;
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                Stacks::give_back(stacks, None);
+                return Err(e);
+            }
         }
         if self.namespaces.is_some() {
             // C lives on, on these stacks, until the program ends.
@@ -249,8 +283,14 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             // The thread that started this process is already gone.
             fail(libc::ESRCH);
         }
-        if let Err(e) = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS).and_then(|()| plan.write_maps()) {
+        let newnet = if a.net >= 0 { libc::CLONE_NEWNET } else { 0 };
+        if let Err(e) = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS | newnet).and_then(|()| plan.write_maps()) {
             fail(e);
+        }
+        if a.net >= 0 {
+            if let Err(e) = super::netns::enter(a.net) {
+                fail(e);
+            }
         }
         let mut i = IArgs {
             plan,

@@ -47,6 +47,8 @@ pub mod launch;
 pub mod node_permission;
 pub mod paths;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod netns;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod pidns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) mod sys;
@@ -101,6 +103,9 @@ pub struct SandboxOptions {
     pub mode: Mode,
     /// Let the child use the network (TCP is blocked otherwise, where Landlock can).
     pub network: bool,
+    /// `network: { allow }`: a network namespace of the child's own whose only way out is the
+    /// filtering proxy ([`crate::proxy`]), which lets through what this allows.
+    pub network_allow: Option<std::sync::Arc<crate::proxy::Allowlist>>,
     /// More directories or files the child may read (absolute; canonical: see
     /// [`canonical_grant`]).
     pub read_paths: Vec<PathBuf>,
@@ -117,6 +122,12 @@ impl SandboxOptions {
             if !p.is_absolute() || p.as_os_str().as_encoded_bytes().contains(&0) {
                 return Err(format!("sandbox path {} must be absolute, without NUL", p.display()));
             }
+        }
+        if self.network_allow.is_some() && self.network {
+            return Err("network is either true or { allow: [...] }, not both".into());
+        }
+        if self.network_allow.is_some() && self.mode == Mode::Off {
+            return Err("network.allow needs the sandbox: with sandbox \"off\" nothing could enforce it".into());
         }
         Ok(())
     }
@@ -142,6 +153,10 @@ pub struct Confinement {
     /// Whether the child is confined at all (not `off`): then it gets `oom_score_adj` 1000.
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     confined: bool,
+    /// `network: { allow }`: the namespace's plan and the call's proxy session.
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    net: Option<netns::Net>,
+    session: Option<crate::proxy::Session>,
 }
 
 /// What `features` allows under `opts`: the report of a run.
@@ -150,7 +165,9 @@ pub fn plan(opts: &SandboxOptions, features: &Features) -> Report {
         return Report::OFF;
     }
     let filesystem = if features.landlock_abi.is_some() { Filesystem::Confined } else { Filesystem::Open };
-    let network = if opts.network {
+    let network = if opts.network_allow.is_some() {
+        Network::Filtered
+    } else if opts.network {
         Network::Allowed
     } else if features.landlock_abi.is_some_and(|abi| abi >= 4) {
         Network::Blocked
@@ -195,13 +212,50 @@ fn unavailable(missing: &[&str], features: &Features) -> Error {
         }))
 }
 
+/// Whether the allowlist of `network: { allow }` can be enforced with `features`: a network
+/// namespace, made with the user and PID namespaces.
+fn filter_available(features: &Features) -> bool {
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        features.pid_namespace && features.user_namespace && netns::available()
+    }
+    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    {
+        let _ = features;
+        false
+    }
+}
+
+/// `network: { allow }` where no network namespace can be made: refused in every mode, never
+/// run with an open network.
+fn filter_unavailable(opts: &SandboxOptions, features: &Features) -> Result<()> {
+    if opts.network_allow.is_none() || filter_available(features) {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::SandboxUnavailable,
+        "the network allowlist cannot be enforced on this system: it lacks network namespaces (with user and PID namespaces), and the processes are never run with an open network instead",
+    )
+    .with_hint("this tool cannot run here because the user allows only some hosts and the system cannot filter the network; tell the user, and do the work with the file tools instead")
+    .with_details(serde_json::json!({
+        "missing": ["network-namespace"],
+        "pidNamespace": features.pid_namespace,
+        "userNamespace": features.user_namespace,
+    })))
+}
+
 /// In `required` mode, refuses with `SANDBOX_UNAVAILABLE` when a layer is missing here (what
-/// [`prepare`] also checks), for a tool that has an effect to avoid between the two.
+/// [`prepare`] also checks), for a tool that has an effect to avoid between the two; in every
+/// mode, when a network allowlist cannot be enforced.
 pub fn require(opts: &SandboxOptions) -> Result<()> {
-    if opts.mode != Mode::Required {
+    if opts.mode == Mode::Off {
         return Ok(());
     }
     let features = opts.features();
+    filter_unavailable(opts, &features)?;
+    if opts.mode != Mode::Required {
+        return Ok(());
+    }
     let missing = missing(&plan(opts, &features));
     if missing.is_empty() {
         Ok(())
@@ -217,6 +271,9 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
     opts.validate().map_err(crate::host_config::misconfigured)?;
     let features = opts.features();
     let report = plan(opts, &features);
+    if opts.mode != Mode::Off {
+        filter_unavailable(opts, &features)?;
+    }
     if opts.mode == Mode::Required {
         let missing = missing(&report);
         if !missing.is_empty() {
@@ -230,7 +287,7 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
 fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
     use std::os::fd::AsFd as _;
     if opts.mode == Mode::Off {
-        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false });
+        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, net: None, session: None });
     }
     let ruleset = match features.landlock_abi {
         Some(abi) => {
@@ -238,7 +295,8 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
             grants.extend(extra.iter().cloned());
             grants.extend(opts.read_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadExecute, no_follow: true }));
             grants.extend(opts.write_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadWrite, no_follow: true }));
-            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, !opts.network).map_err(|e| {
+            let filtered = opts.network_allow.is_some();
+            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, filtered || !opts.network, filtered.then_some(crate::proxy::PROXY_PORT)).map_err(|e| {
                 Error::new(Code::IoError, format!("could not prepare the sandbox: {e}"))
                     .with_hint("try the call again; if it keeps failing, report it to the user")
             })?;
@@ -247,12 +305,23 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         None => None,
     };
     let namespaces = (features.pid_namespace && features.user_namespace).then(|| pidns::NsPlan::new(features.proc_mount));
-    Ok(Confinement { report, ruleset, namespaces, confined: true })
+    let (net, session) = match &opts.network_allow {
+        Some(allow) => {
+            let session = crate::proxy::Session::new(allow.clone());
+            let net = netns::Net::new(session.server()).map_err(|e| {
+                Error::new(Code::IoError, format!("could not prepare the network namespace: {e}"))
+                    .with_hint("try the call again; if it keeps failing, report it to the user")
+            })?;
+            (Some(net), Some(session))
+        }
+        None => (None, None),
+    };
+    Ok(Confinement { report, ruleset, namespaces, confined: true, net, session })
 }
 
 #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 fn build(_opts: &SandboxOptions, _ws: &Workspace, _extra: &[Grant], _features: &Features, report: Report) -> Result<Confinement> {
-    Ok(Confinement { report })
+    Ok(Confinement { report, session: None })
 }
 
 impl Confinement {
@@ -261,12 +330,25 @@ impl Confinement {
         self.report
     }
 
-    /// Sets the spec's launcher and returns the report. The child is then started by the sandbox's clone-based spawn
+    /// The call's proxy session with `network: { allow }`: its counts go in the result
+    /// (`network: { allowed, refused }`). It serves until the call's processes are gone.
+    pub fn network(&self) -> Option<crate::proxy::Session> {
+        self.session.clone()
+    }
+
+    /// Sets the spec's launcher and returns the report. With `network: { allow }`, also the
+    /// proxy variables of the child's environment ([`crate::proxy::child_environment`]). The child is then started by the sandbox's clone-based spawn
     /// ([`launch`]): the spec must have no pre-exec steps (the spawn refuses them).
     pub fn apply(self, spec: &mut SpawnSpec) -> Report {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            let Confinement { report, ruleset, namespaces, confined } = self;
+            let Confinement { report, ruleset, namespaces, confined, net, session: _ } = self;
+            if net.is_some() {
+                for (name, value) in crate::proxy::child_environment() {
+                    spec.env.retain(|(n, _)| n.as_os_str() != name);
+                    spec.env.push((name.into(), value.into()));
+                }
+            }
             // Every confined process is the OOM killer's first choice, never the host.
             let oom = confined;
             // The sandbox's spawn, `off` included: it is as cheap as `posix_spawn` and gives the
@@ -275,7 +357,7 @@ impl Confinement {
             // (which closes the host's descriptors too).
             if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
-                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom))) };
+                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_net(net))) };
             }
             report
         }
@@ -332,6 +414,27 @@ mod tests {
         // auto runs, and says the file system is open.
         let o = SandboxOptions { mode: Mode::Auto, ..o };
         assert_eq!(prepare(&o, &ws, &[]).unwrap().report().filesystem, Filesystem::Open);
+    }
+
+    #[test]
+    fn an_allowlist_is_filtered_and_never_runs_without_a_namespace() {
+        let allow = Some(std::sync::Arc::new(crate::proxy::Allowlist::parse(&["localhost:1"]).unwrap()));
+        let o = SandboxOptions { network_allow: allow.clone(), ..SandboxOptions::default() };
+        assert_eq!(plan(&o, &FULL).network, Network::Filtered);
+        assert!(missing(&plan(&o, &Features { landlock_abi: Some(3), ..FULL })).is_empty());
+        // No namespaces: refused in auto mode too, before any effect.
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        for mode in [Mode::Auto, Mode::Required] {
+            let o = SandboxOptions { mode, network_allow: allow.clone(), limit: Some(Features { pid_namespace: false, ..FULL }), ..SandboxOptions::default() };
+            let err = prepare(&o, &ws, &[]).unwrap_err();
+            assert_eq!(err.code, Code::SandboxUnavailable);
+            assert_eq!(err.details.as_ref().unwrap()["missing"][0], "network-namespace");
+            assert_eq!(require(&o).unwrap_err().code, Code::SandboxUnavailable);
+        }
+        // An allowlist with the sandbox off, or with network: true, is the host's mistake.
+        assert!(SandboxOptions { mode: Mode::Off, network_allow: allow.clone(), ..SandboxOptions::default() }.validate().is_err());
+        assert!(SandboxOptions { network: true, network_allow: allow, ..SandboxOptions::default() }.validate().is_err());
     }
 
     #[test]

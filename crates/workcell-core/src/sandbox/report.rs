@@ -16,6 +16,9 @@ pub enum Network {
     Blocked,
     /// The host allowed the network (`network: true`).
     Allowed,
+    /// A network namespace with loopback only, whose way out is the filtering proxy
+    /// (`network: { allow }`).
+    Filtered,
     /// Not blocked: the sandbox is off, or the kernel cannot block it.
     Open,
 }
@@ -56,6 +59,7 @@ impl Network {
         match self {
             Network::Blocked => "blocked",
             Network::Allowed => "allowed",
+            Network::Filtered => "filtered",
             Network::Open => "open",
         }
     }

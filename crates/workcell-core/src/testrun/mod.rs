@@ -214,6 +214,8 @@ pub struct TestsOutput {
     pub note: Option<String>,
     /// What confined the runner.
     pub sandbox: Report,
+    /// With `network: { allow }`: the connections through the proxy.
+    pub network: Option<crate::proxy::Counts>,
 }
 
 impl TestsOutput {
@@ -244,6 +246,9 @@ impl TestsOutput {
         });
         if let Some(note) = &self.note {
             v["note"] = serde_json::json!(note);
+        }
+        if let Some(n) = &self.network {
+            v["network"] = n.to_json();
         }
         v
     }
@@ -518,6 +523,7 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
     let report_file = plan.report.take();
     let launch = Launch { program: plan.program, arg0: plan.arg0, args: plan.args, env };
     let mut spec = launch::spawn_spec(launch, &workdir);
+    let net = confinement.network();
     let confined = confinement.apply(&mut spec);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await;
@@ -552,6 +558,7 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                     "timeoutMs": outer_ms,
                     "durationMs": duration_ms,
                     "sandbox": confined.to_json(),
+                    "network": net.as_ref().map(|n| n.counts().to_json()),
                 })))
         }
         End::Exited => {
@@ -604,6 +611,7 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                 timeout_ms: outer_ms,
                 note: checked.note,
                 sandbox: confined,
+                network: net.map(|n| n.counts()),
             })
         }
     }
