@@ -31,7 +31,7 @@ use super::paths::{Access, Grant};
 use super::sys;
 
 use ::landlock::{
-    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, PathBeneath, Ruleset, RulesetAttr as _,
+    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, NetPort, PathBeneath, Ruleset, RulesetAttr as _,
     RulesetCreatedAttr as _, Scope, ABI,
 };
 
@@ -87,7 +87,17 @@ fn ruleset_error(e: ::landlock::RulesetError) -> io::Error {
 /// granted everything; `grants` are opened now and skipped when they do not exist; with
 /// `block_network`, TCP bind and connect are handled and nothing allows them. Returns the
 /// ruleset's descriptor (close-on-exec), to be enforced in the child with [`restrict`].
-pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_network: bool) -> io::Result<OwnedFd> {
+/// The network part of a ruleset: with `block`, TCP bind and connect are handled and only
+/// `bind` and `connect` (ports) are allowed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NetRules<'a> {
+    pub block: bool,
+    pub bind: &'a [u16],
+    pub connect: &'a [u16],
+}
+
+pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], net: &NetRules<'_>) -> io::Result<OwnedFd> {
+    let block_network = net.block;
     let abi = ABI::from(abi as i32);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -109,6 +119,14 @@ pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_networ
         };
         let access = rights(abi, grant.access, is_dir(fd.as_fd()));
         created = created.add_rule(PathBeneath::new(fd, access)).map_err(ruleset_error)?;
+    }
+    if block_network && abi >= ABI::V4 {
+        for p in net.bind {
+            created = created.add_rule(NetPort::new(*p, AccessNet::BindTcp)).map_err(ruleset_error)?;
+        }
+        for p in net.connect {
+            created = created.add_rule(NetPort::new(*p, AccessNet::ConnectTcp)).map_err(ruleset_error)?;
+        }
     }
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or_else(|| io::Error::other("Landlock ruleset: the kernel did not create one"))

@@ -50,6 +50,7 @@ pub mod paths;
 pub mod pidns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) mod sys;
+pub mod ports;
 pub mod probe;
 pub mod report;
 
@@ -108,6 +109,12 @@ pub struct SandboxOptions {
     pub write_paths: Vec<PathBuf>,
     /// Simulate a system with at most these features (tests, diagnostics).
     pub limit: Option<Features>,
+    /// TCP ports the child may bind (a process session's `ports`) while the network is
+    /// blocked; it may connect to them too.
+    pub bind_ports: Vec<u16>,
+    /// TCP ports the child may connect to while the network is blocked: those the tool set's
+    /// running sessions opened ([`ports`]).
+    pub connect_ports: ports::SharedPorts,
 }
 
 impl SandboxOptions {
@@ -238,7 +245,10 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
             grants.extend(extra.iter().cloned());
             grants.extend(opts.read_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadExecute, no_follow: true }));
             grants.extend(opts.write_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadWrite, no_follow: true }));
-            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, !opts.network).map_err(|e| {
+            let mut connect = opts.connect_ports.current();
+            connect.extend(&opts.bind_ports);
+            let net = landlock::NetRules { block: !opts.network, bind: &opts.bind_ports, connect: &connect };
+            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, &net).map_err(|e| {
                 Error::new(Code::IoError, format!("could not prepare the sandbox: {e}"))
                     .with_hint("try the call again; if it keeps failing, report it to the user")
             })?;
