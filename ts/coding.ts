@@ -4,6 +4,8 @@ import { createListTool, type ListToolOptions } from "./list.js";
 import { createSearchTool, type SearchToolOptions } from "./search.js";
 import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
 import { createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
+import { createProcessTools, portGroupOf, type ProcessToolsOptions } from "./process-tools.js";
+import { PORT_GROUP } from "./sandbox.js";
 import type { AnyTool } from "./tool.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 import { createEditTool, type EditToolOptions } from "./edit.js";
@@ -30,8 +32,10 @@ export interface CodingToolsOptions {
   nodeProcess?: NodeProcessToolOptions;
   runCommand?: RunCommandToolOptions;
   runTests?: RunTestsToolOptions;
+  /** The process sessions (start_process, read_process, write_process, stop_process, list_processes). */
+  sessions?: ProcessToolsOptions;
   /**
-   * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
+   * Defaults for every tool that starts processes (node_process, run_command, run_tests, the process sessions); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
    */
   processes?: ProcessToolDefaults;
@@ -63,6 +67,9 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     readPaths: options.processes?.readPaths,
     writePaths: options.processes?.writePaths,
   };
+  const sessions = createProcessTools(root, { ...processes, ...options.sessions });
+  // The tool set's processes may connect to the ports its sessions listen on.
+  const ports = { [PORT_GROUP]: portGroupOf(sessions) };
   return [
     createReadTool(root, options.read),
     createListTool(root, options.list),
@@ -73,8 +80,9 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createMoveFileTool(root, { ...options.guard, ...options.moveFile }),
     createDeleteFileTool(root, { ...options.guard, ...options.deleteFile }),
     createMakeDirectoryTool(root, { ...options.guard, ...options.makeDirectory }),
-    createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
-    createRunCommandTool(root, { ...processes, ...options.runCommand }),
-    createRunTestsTool(root, { ...processes, ...options.runTests }),
+    createNodeProcessTool(root, { ...processes, ...options.nodeProcess, ...ports }),
+    createRunCommandTool(root, { ...processes, ...options.runCommand, ...ports }),
+    createRunTestsTool(root, { ...processes, ...options.runTests, ...ports }),
+    ...sessions,
   ];
 }

@@ -76,7 +76,15 @@ export interface NativeSandboxOptions {
   readPaths: string[];
   writePaths: string[];
   sandboxLimit?: SandboxFeatureLimit;
+  /** The process table whose sessions' ports the processes may connect to (same tool set). */
+  portGroup?: number;
 }
+
+/**
+ * Internal: the key under which `createCodingTools` gives the tool set's other process tools
+ * the port group of its process sessions (not a public option).
+ */
+export const PORT_GROUP: unique symbol = Symbol("workcell.portGroup");
 
 function grantPaths(factory: string, name: string, value: unknown): string[] {
   if (value === undefined) return [];
@@ -107,6 +115,8 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
     readPaths: grantPaths(factory, "readPaths", options.readPaths),
     writePaths: grantPaths(factory, "writePaths", options.writePaths),
   };
+  const group = (options as { [PORT_GROUP]?: unknown })[PORT_GROUP];
+  if (typeof group === "number") result.portGroup = group;
   const f = options.sandboxFeatures;
   if (f !== undefined) {
     if (typeof f !== "object" || f === null) throw new TypeError(`workcell: ${factory} option sandboxFeatures must be an object`);

@@ -73,7 +73,9 @@ function packageVersion(): string {
  * - A client's `notifications/cancelled` (or the connection closing) aborts the call's
  *   AbortSignal: the tool stops (a process tool kills its process group) and no response is
  *   sent, as MCP specifies.
- * `close()` aborts the calls still running and resolves once they have all settled.
+ * `close()` aborts the calls still running and resolves once they have all settled and the
+ *   tools are closed (`registry.close()`: the process sessions end); a client disconnecting
+ *   closes them too.
  */
 export function createMcpServer(
   tools: ToolsInput,
@@ -127,6 +129,17 @@ export function createMcpServer(
   server.close = async () => {
     await close(); // aborts every running handler's signal
     await Promise.allSettled([...inflight]);
+    await registry.close();
+  };
+  // When the client disconnects, the tools are closed: no process session outlives it.
+  const connect = server.connect.bind(server);
+  server.connect = async (transport: Transport) => {
+    await connect(transport);
+    const onclose = transport.onclose;
+    transport.onclose = () => {
+      onclose?.();
+      void Promise.allSettled([...inflight]).then(() => registry.close());
+    };
   };
   return server;
 }
