@@ -1,7 +1,7 @@
 // The process sessions: start_process, read_process, write_process, stop_process and
 // list_processes, sharing one process table. Every limit and decision is made in Rust
 // (crates/workcell-core/src/session/); this file checks shapes, converts and describes.
-import type { ProcessToolsOptions as NativeProcessToolsOptions } from "../native/binding.js";
+import type { CancelHandle, ProcessToolsOptions as NativeProcessToolsOptions, SessionResult } from "../native/binding.js";
 import { abortError } from "./errors.js";
 import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
 import type { CommandPolicy } from "./policy.js";
@@ -93,27 +93,27 @@ export interface ProcessInfo {
 
 const MAX_MS = 2 ** 32 - 1;
 const id = { type: "string", description: "The id start_process returned, such as p1." } as const;
-const waitFor = { type: "string", description: "Return as soon as this regular expression (Rust regex syntax) matches new output, such as \"listening|ready\"." } as const;
-const waitMs = { type: "integer", minimum: 0, maximum: 30_000, description: "Longest wait in ms (default 1000, at most 30000)." } as const;
+const waitFor = { type: "string", description: "Return once this regex matches new output." } as const;
+const waitMs = { type: "integer", minimum: 0, maximum: 30_000, description: "Longest wait in ms (default 1000)." } as const;
 
 const startParameters: JsonSchema = {
   type: "object",
   properties: {
-    argv: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 64, description: 'Program and arguments, as run_command: ["npm", "run", "dev"].' },
-    cwd: { type: "string", description: "Working directory relative to the workspace root." },
-    tty: { type: "boolean", description: "Give it a terminal (REPLs, prompts)." },
-    timeoutMs: { type: "integer", minimum: 1, description: "The process's whole life in ms." },
+    argv: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 64, description: 'As run_command: ["npm", "run", "dev"].' },
+    cwd: { type: "string", description: "Relative to the workspace root." },
+    tty: { type: "boolean", description: "A terminal, for REPLs and prompts." },
+    timeoutMs: { type: "integer", minimum: 1, description: "Its whole life in ms." },
     waitFor,
     waitMs,
-    ports: { type: "array", items: { type: "integer", minimum: 1, maximum: 65535 }, maxItems: 8, description: "TCP ports it may listen on (only those the host allows)." },
-    watch: { type: "array", items: { type: "string" }, maxItems: 16, description: "Keywords reported in alerts when a line contains one." },
+    ports: { type: "array", items: { type: "integer", minimum: 1, maximum: 65535 }, maxItems: 8, description: "TCP ports it may listen on." },
+    watch: { type: "array", items: { type: "string" }, maxItems: 16, description: "Keywords reported in alerts." },
   },
   required: ["argv"],
   additionalProperties: false,
 };
 const readParameters: JsonSchema = {
   type: "object",
-  properties: { id, cursor: { type: "integer", minimum: 0, description: "Read from this byte (default: where the last read ended)." }, waitFor, waitMs },
+  properties: { id, cursor: { type: "integer", minimum: 0, description: "Byte offset (default: where the last read ended)." }, waitFor, waitMs },
   required: ["id"],
   additionalProperties: false,
 };
@@ -188,15 +188,16 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     ports: [...ports],
     maxProcesses,
   };
-  let table: InstanceType<typeof binding.NativeProcessTable>;
-  try {
-    table = new binding.NativeProcessTable(ws, native);
-  } catch (err) {
-    throw new TypeError(fromThrown(err).message);
-  }
+  const table = (() => {
+    try {
+      return new binding.NativeProcessTable(ws, native);
+    } catch (err) {
+      throw new TypeError(fromThrown(err).message);
+    }
+  })();
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= table.close().then(() => undefined));
-  const value = async (signal: AbortSignal | undefined, run: Parameters<typeof callNative>[1]) =>
+  const value = async (signal: AbortSignal | undefined, run: (cancel: CancelHandle | undefined) => Promise<SessionResult>) =>
     (await callNative(signal, run)).value as Record<string, unknown>;
   const checked = <I>(schema: JsonSchema, input: unknown, more?: (i: I) => void): I => {
     checkSchema(schema, input);
@@ -213,7 +214,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     name: "start_process",
     effect: "process",
     description:
-      `Start a long-running or interactive process (dev server, watcher, REPL, long build) and return while it runs, with its id. argv, cwd and the command rules are run_command's. Pass waitFor (a regex such as "listening") to return once it appears; otherwise waits waitMs (default 1000). Then read_process with the id to follow its output, write_process for its stdin, and stop_process when done. tty: true gives it a terminal. Output keeps the first 8 KiB and last 64 KiB. At most ${maxProcesses} run at once; ${allowed}. It is stopped with everything it started after timeoutMs (default ${timeoutMs}).`,
+      `Start a dev server, watcher, REPL or long build and return while it runs, with its id (argv and cwd as run_command). Pass waitFor (a regex such as "listening") to return once it appears. Then read_process to follow its output, write_process for stdin, stop_process when done. At most ${maxProcesses} run at once; ${allowed}; killed after timeoutMs (default ${timeoutMs}).`,
     parameters: startParameters,
     validate: (input) =>
       checked<StartProcessInput>(startParameters, input, (i) =>
@@ -228,7 +229,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     name: "read_process",
     effect: "process",
     description:
-      "Read a started process's new output since your last read (or since cursor), with running, exitCode and signal. Returns as soon as there is new output, when waitFor matches, when it exits, or after waitMs (default 1000, at most 30000). alerts lists watch keywords seen.",
+      "Read a process's output since your last read (or since cursor), with running and exit status. Returns on new output (or once waitFor matches), at exit, or after waitMs.",
     parameters: readParameters,
     validate: (input) => checked<ReadProcessInput>(readParameters, input),
     async execute(i, context: ToolContext) {

@@ -371,3 +371,26 @@ async fn sandbox_off_still_runs_and_stops() {
     t.stop(&out.id, Some("SIGINT"), &c).await.unwrap();
     assert_nothing_left(&f, &mark);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_finds_a_match_in_the_tail_after_a_gap_while_the_process_is_idle() {
+    let f = fixture(&[]);
+    let mark = marker("wc-sess");
+    let t = table_for(&f, &mark, |_| {});
+    let c = Cancel::new();
+    let mut req = start(&["sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x; echo; echo MARK; echo idle; sleep 300"]);
+    req.wait_for = Some("idle".into());
+    req.wait_ms = Some(10_000.0);
+    let out = t.start(&req, &c).await.unwrap();
+    assert!(out.matched);
+    // The whole output is already there and nothing more comes: the head, then the tail after
+    // the bytes not kept, are both searched at once.
+    let mut r = read(&out.id);
+    r.cursor = Some(0.0);
+    r.wait_for = Some("MARK".into());
+    r.wait_ms = Some(2_000.0);
+    let got = t.read(&r, &c).await.unwrap();
+    assert!(got.matched, "{:?}", (got.cursor, got.omitted_bytes));
+    t.close().await;
+    assert_nothing_left(&f, &mark);
+}

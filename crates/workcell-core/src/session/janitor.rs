@@ -17,7 +17,10 @@ use std::process::{Command, Stdio};
 
 const SCRIPT: &str = r#"read -r line
 [ "$line" = done ] && exit 0
-[ "$1" -gt 1 ] && kill -KILL -- "-$1" 2>/dev/null
+# dash's kill builtin cannot name a process group: procps' kill can.
+if [ "$1" -gt 1 ]; then
+  for k in /bin/kill /usr/bin/kill; do [ -x "$k" ] && "$k" -s KILL -- "-$1" 2>/dev/null && break; done
+fi
 i=0
 while [ -e "$2" ] && [ "$i" -lt 30 ]; do
   chmod -R u+rwx "$2" 2>/dev/null; rm -rf "$2" 2>/dev/null
@@ -68,5 +71,52 @@ impl Drop for Janitor {
             let _ = p.write_all(b"done\n");
         }
         crate::process::reap::reap_in_background(self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn gone(pid: i32) -> bool {
+        // A zombie child counts as gone: it was killed, only not collected yet.
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+    }
+
+    #[test]
+    fn the_janitor_kills_the_group_and_removes_the_scratch_when_the_host_side_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("workcell-scratch-test");
+        std::fs::create_dir_all(scratch.join("home/locked")).unwrap();
+        std::fs::set_permissions(scratch.join("home/locked"), std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+        let mut group = Command::new("/bin/sh").args(["-c", "sleep 300 & sleep 300"]).process_group(0).spawn().unwrap();
+        let pgid = group.id() as i32;
+        let mut j = Janitor::start(pgid, &scratch).unwrap();
+        // The host's end closes without "done": what a dead host looks like.
+        drop(j.pipe.take());
+        let until = Instant::now() + Duration::from_secs(5);
+        while (scratch.exists() || !gone(pgid)) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(pgid), "the group was killed");
+        assert!(!scratch.exists(), "the scratch directory was removed");
+        let _ = group.wait();
+    }
+
+    #[test]
+    fn a_normal_end_dismisses_the_janitor() {
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("workcell-scratch-kept");
+        std::fs::create_dir(&scratch).unwrap();
+        let j = Janitor::start(0, &scratch).unwrap();
+        let pid = j.pid();
+        drop(j);
+        let until = Instant::now() + Duration::from_secs(5);
+        while !gone(pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone(pid));
+        assert!(scratch.exists(), "a dismissed janitor removes nothing");
     }
 }

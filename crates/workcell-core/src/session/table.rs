@@ -197,16 +197,6 @@ impl ProcessTable {
         let lease = self.ports.open(&checked.ports);
         let Prepared { spec, report, scratch, workdir } = command::prepare_start(&self.ws, &req.argv, checked.command.cwd.as_ref(), &copts)?;
         cancel.check()?;
-        // The id is taken and the limit checked again under the lock with the start.
-        let mut inner = self.lock();
-        if inner.closed {
-            return Err(Error::new(Code::ProcessLimit, "the process tools were closed").with_hint("the host closed these tools; no more processes can start here"));
-        }
-        let running = inner.entries.iter().filter(|e| !e.shared.lock().done).count();
-        if running >= self.opts.max_processes {
-            return Err(Error::new(Code::ProcessLimit, format!("{running} processes are running, the most this tool set allows at once"))
-                .with_hint("stop a process you no longer need with stop_process (list_processes shows them), then start this one"));
-        }
         let start = Start {
             spec,
             tty: req.tty,
@@ -216,26 +206,8 @@ impl ProcessTable {
             scratch,
             lease,
         };
-        let shared = run::start(start).map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOENT) => Error::new(Code::CommandNotFound, format!("{} could not be started: the program no longer exists", req.argv[0]))
-                .with_hint("the program was removed while the call started; check that it is installed and try again"),
-            Some(errno) => Error::io_errno(errno, &req.argv[0]).with_hint("the program could not be started; check that it is an executable program for this machine, or report this to the user"),
-            None => Error::new(Code::IoError, format!("could not start {}: {e}", req.argv[0])).with_hint("report this to the user"),
-        })?;
+        let (id, shared, started) = self.launch(req, start, report, checked.command.note.clone())?;
         drop(workdir);
-        inner.next += 1;
-        let id = format!("p{}", inner.next);
-        let started = Instant::now();
-        inner.entries.push(Entry {
-            id: id.clone(),
-            argv: req.argv.clone(),
-            started_at: SystemTime::now(),
-            started,
-            shared: Arc::clone(&shared),
-            report,
-            note: checked.command.note.clone(),
-        });
-        drop(inner);
         let matcher = checked.wait_for.map(Matcher::new);
         match self.wait(&id, &shared, started, report, checked.command.note, Some(0), matcher, checked.wait, false, cancel).await {
             Err(e) if e.is_cancelled() => {
@@ -245,6 +217,30 @@ impl ProcessTable {
             }
             r => r,
         }
+    }
+
+    /// Starts `start` and enters it in the table, the limit checked again under the lock.
+    fn launch(&self, req: &StartRequest, start: Start, report: Report, note: Option<String>) -> Result<(String, Arc<Shared>, Instant)> {
+        let mut inner = self.lock();
+        if inner.closed {
+            return Err(Error::new(Code::ProcessLimit, "the process tools were closed").with_hint("the host closed these tools; no more processes can start here"));
+        }
+        let running = inner.entries.iter().filter(|e| !e.shared.lock().done).count();
+        if running >= self.opts.max_processes {
+            return Err(Error::new(Code::ProcessLimit, format!("{running} processes are running, the most this tool set allows at once"))
+                .with_hint("stop a process you no longer need with stop_process (list_processes shows them), then start this one"));
+        }
+        let shared = run::start(start).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) => Error::new(Code::CommandNotFound, format!("{} could not be started: the program no longer exists", req.argv[0]))
+                .with_hint("the program was removed while the call started; check that it is installed and try again"),
+            Some(errno) => Error::io_errno(errno, &req.argv[0]).with_hint("the program could not be started; check that it is an executable program for this machine, or report this to the user"),
+            None => Error::new(Code::IoError, format!("could not start {}: {e}", req.argv[0])).with_hint("report this to the user"),
+        })?;
+        inner.next += 1;
+        let id = format!("p{}", inner.next);
+        let started = Instant::now();
+        inner.entries.push(Entry { id: id.clone(), argv: req.argv.clone(), started_at: SystemTime::now(), started, shared: Arc::clone(&shared), report, note });
+        Ok((id, shared, started))
     }
 
     /// read_process.
@@ -282,9 +278,17 @@ impl ProcessTable {
             {
                 let st = shared.lock();
                 if let Some(m) = &mut matcher {
-                    let next = m.position().unwrap_or(from).max(from);
-                    if st.buffer.total() > next {
+                    // Everything kept after the cursor that was not searched yet (the head, then
+                    // the tail after a gap): bounded by what is kept.
+                    loop {
+                        let next = m.position().unwrap_or(from).max(from);
+                        if st.buffer.total() <= next || m.matched() {
+                            break;
+                        }
                         let (at, bytes) = st.buffer.bytes_from(next);
+                        if bytes.is_empty() {
+                            break;
+                        }
                         m.feed(at, &bytes);
                     }
                 }
