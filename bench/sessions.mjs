@@ -2,7 +2,8 @@
 // idle session, and the host's RSS while a session prints 1 GiB, each against child_process.
 import { spawn } from "node:child_process";
 import { writeFile, readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { closeTools, createProcessTools } from "../dist/index.js";
 
 const ctx = { signal: new AbortController().signal };
@@ -16,7 +17,7 @@ async function peakRssGrowth(run) {
   return peak - base;
 }
 
-export default async function (h) {
+export default async function sessions(h) {
   const { dir, cleanup } = await h.tempDir();
   const tools = createProcessTools(dir, { maxProcesses: 16 });
   const [start, read, , stop] = tools;
@@ -101,7 +102,7 @@ export default async function (h) {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { createReporter } = await import("./lib.mjs");
-  await (await import(import.meta.url)).default(createReporter());
+  await sessions(createReporter());
 }
