@@ -2,7 +2,10 @@ import { spawn } from "node:child_process";
 import { chmod, readdir, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { describe, expect, test } from "vitest";
+import { createMcpServer } from "workcell/mcp";
 import { ToolRegistry, closeTools, createCodingTools, createProcessTools, executeToolCall } from "../dist/index.js";
 import { call, content, ctx } from "./helpers.js";
 import { aliveWith, expectNoneAlive, marker, withScratch } from "./process-helpers.js";
@@ -109,6 +112,22 @@ describe("process sessions", () => {
     expect(aliveWith(mark).length).toBe(1);
     await registry.close();
     await expectNoneAlive(mark);
+    await expect(until(async () => (await readdir(scratchDir)).length === 0)).resolves.toBe(true);
+  });
+
+  test("the MCP server closes its tools when the client disconnects: the session ends", async () => {
+    const { root, scratchDir } = await withScratch();
+    const mark = marker();
+    const server = createMcpServer(createProcessTools(root, { scratchDir }));
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: "workcell-test", version: "1.0.0" });
+    await client.connect(clientSide);
+    const r = await client.callTool({ name: "start_process", arguments: { argv: ["sh", "-c", "echo up; sleep 300", mark], waitFor: "up" } });
+    expect(r.isError).toBeFalsy();
+    expect(aliveWith(mark).length).toBe(1);
+    await client.close();
+    await expect(until(() => aliveWith(mark).length === 0)).resolves.toBe(true);
     await expect(until(async () => (await readdir(scratchDir)).length === 0)).resolves.toBe(true);
   });
 
