@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.NativeProcessTable = nativeBinding.NativeProcessTable
 module.exports.NativeWorkspace = nativeBinding.NativeWorkspace
 module.exports.WriteGuard = nativeBinding.WriteGuard
 module.exports.checkCommand = nativeBinding.checkCommand

@@ -16,6 +16,23 @@ export declare class CancelHandle {
   get cancelled(): boolean
 }
 
+/** The process table of one tool set. */
+export declare class NativeProcessTable {
+  /** Throws (a host error) when `options` are unusable. */
+  constructor(workspace: NativeWorkspace, options: ProcessToolsOptions)
+  /** The number the tool set's other tools pass as `portGroup`. */
+  get portGroup(): number
+  /** Checks start_process's input without any effect; throws the tool error's JSON. */
+  checkStart(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null): void
+  start(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  read(id: string, cursor?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  write(id: string, input: string, closeStdin?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  list(): any
+  /** Ends every process and refuses new ones; resolves once they are gone. */
+  close(): Promise<SessionResult>
+}
+
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
   /**
@@ -229,6 +246,8 @@ export interface NodeProcessOptions {
   writePaths?: Array<string>
   /** Simulate a system with fewer sandbox features. */
   sandboxLimit?: SandboxFeatureLimit
+  /** The process table whose sessions' ports this tool's processes may connect to. */
+  portGroup?: number
   /** The host's Node.js permission model, when it has one. */
   nodePermission?: NodePermissionSupport
 }
@@ -263,6 +282,28 @@ export interface PathHash {
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
 export declare function processReaper(): string
 
+/** The host's configuration of the process tools. */
+export interface ProcessToolsOptions {
+  denyCommands?: Array<string>
+  allowCommands?: Array<string>
+  path: string
+  env?: Array<EnvVar>
+  timeoutMs?: number
+  maxTimeoutMs?: number
+  scratchDir: string
+  reaper?: string
+  sandbox?: string
+  network?: boolean
+  readPaths?: Array<string>
+  writePaths?: Array<string>
+  /** `network: { allow }`: the hosts the processes may reach through the filtering proxy. */
+  networkAllow?: Array<string>
+  sandboxLimit?: SandboxFeatureLimit
+  /** TCP ports a session may ask for. */
+  ports?: Array<number>
+  maxProcesses?: number
+}
+
 /** The variables the process tools set themselves (a host cannot pass them through). */
 export declare function reservedEnv(): Array<string>
 
@@ -296,6 +337,8 @@ export interface RunCommandOptions {
   writePaths?: Array<string>
   /** Simulate a system with fewer sandbox features. */
   sandboxLimit?: SandboxFeatureLimit
+  /** The process table whose sessions' ports this tool's processes may connect to. */
+  portGroup?: number
 }
 
 export interface RunCommandResult {
@@ -347,6 +390,8 @@ export interface RunTestsOptions {
   writePaths?: Array<string>
   /** Simulate a system with fewer sandbox features. */
   sandboxLimit?: SandboxFeatureLimit
+  /** The process table whose sessions' ports this tool's processes may connect to. */
+  portGroup?: number
 }
 
 export interface RunTestsResult {
@@ -420,6 +465,12 @@ export interface SearchArgs {
   literal?: boolean
   limit?: number
   gitignore?: boolean
+}
+
+/** A tool result (JSON) or `{ error }`. */
+export interface SessionResult {
+  value?: any
+  error?: NativeError
 }
 
 export interface TestFailure {

@@ -44,6 +44,8 @@ pub struct RunCommandOptions {
     pub write_paths: Option<Vec<String>>,
     /// Simulate a system with fewer sandbox features.
     pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The process table whose sessions' ports this tool's processes may connect to.
+    pub port_group: Option<u32>,
 }
 
 #[napi(object)]
@@ -97,6 +99,7 @@ fn options(o: RunCommandOptions) -> napi::Result<CommandOptions> {
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
     opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    crate::sandbox::connect_to_group(&mut opts.sandbox, o.port_group);
     validated(opts, CommandOptions::validate)
 }
 

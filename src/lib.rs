@@ -18,6 +18,7 @@ mod process;
 mod process_tool;
 mod read;
 mod search;
+mod session;
 mod settle;
 mod run_tests;
 mod sandbox;

@@ -59,6 +59,8 @@ pub struct NodeProcessOptions {
     pub write_paths: Option<Vec<String>>,
     /// Simulate a system with fewer sandbox features.
     pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The process table whose sessions' ports this tool's processes may connect to.
+    pub port_group: Option<u32>,
     /// The host's Node.js permission model, when it has one.
     pub node_permission: Option<NodePermissionSupport>,
 }
@@ -116,6 +118,7 @@ fn options(o: NodeProcessOptions) -> napi::Result<NodeOptions> {
     opts.env = env_of(o.env);
     opts.reaper = reaper_of(o.reaper)?;
     opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    crate::sandbox::connect_to_group(&mut opts.sandbox, o.port_group);
     opts.node_permission = crate::sandbox::node_permission(o.node_permission);
     validated(opts, NodeOptions::validate)
 }

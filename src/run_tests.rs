@@ -47,6 +47,8 @@ pub struct RunTestsOptions {
     pub write_paths: Option<Vec<String>>,
     /// Simulate a system with fewer sandbox features.
     pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The process table whose sessions' ports this tool's processes may connect to.
+    pub port_group: Option<u32>,
 }
 
 #[napi(object)]
@@ -114,6 +116,7 @@ fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
     opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    crate::sandbox::connect_to_group(&mut opts.sandbox, o.port_group);
     validated(opts, TestsOptions::validate)
 }
 

@@ -128,7 +128,15 @@ pub(crate) fn options(
         read_paths: read_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
         write_paths: write_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
         limit,
+        ..SandboxOptions::default()
     })
+}
+
+/// Lets the processes connect to the ports of the process table registered as `group`.
+pub(crate) fn connect_to_group(sandbox: &mut SandboxOptions, group: Option<u32>) {
+    if let Some(set) = group.and_then(sandbox::ports::group) {
+        sandbox.connect_ports = set;
+    }
 }
 
 pub(crate) fn node_permission(support: Option<NodePermissionSupport>) -> Option<NodePermission> {

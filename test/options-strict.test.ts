@@ -25,6 +25,7 @@ function validValue(kind: OptionKind): unknown {
     case "string":
       return "/tmp";
     case "strings":
+    case "integers":
     case "paths":
       return [];
     case "path":
@@ -54,6 +55,8 @@ function wrongValues(kind: OptionKind): unknown[] {
       return [1, ["x"], "a\0b"];
     case "strings":
       return ["x", [1]];
+    case "integers":
+      return [1, ["1"], [kind.max + 1]];
     case "path":
       return ["relative/dir", 1];
     case "paths":

@@ -37,6 +37,11 @@ describe("tool descriptor", () => {
       node_process: "process",
       run_command: "process",
       run_tests: "process",
+      start_process: "process",
+      read_process: "process",
+      write_process: "process",
+      stop_process: "process",
+      list_processes: "process",
     });
     expect(effectOf({})).toBe("process");
     expect(effectOf({ effect: "bogus" as never })).toBe("process");

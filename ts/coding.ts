@@ -4,6 +4,7 @@ import { LIST_OPTIONS, createListTool, type ListToolOptions } from "./list.js";
 import { SEARCH_OPTIONS, createSearchTool, type SearchToolOptions } from "./search.js";
 import { RUN_COMMAND_OPTIONS, createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
 import { RUN_TESTS_OPTIONS, createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
+import { PROCESS_TOOLS_OPTIONS, createProcessTools, portGroupOf, type ProcessToolsOptions } from "./process-tools.js";
 import type { AnyTool } from "./tool.js";
 import { WRITE_OPTIONS, createWriteTool, type WriteToolOptions } from "./write.js";
 import { EDIT_OPTIONS, createEditTool, type EditToolOptions } from "./edit.js";
@@ -19,7 +20,7 @@ import {
   type FileOpsToolOptions,
 } from "./file-ops.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxSaid } from "./sandbox.js";
+import { PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions extends CommonToolOptions {
@@ -40,8 +41,10 @@ export interface CodingToolsOptions extends CommonToolOptions {
   nodeProcess?: NodeProcessToolOptions;
   runCommand?: RunCommandToolOptions;
   runTests?: RunTestsToolOptions;
+  /** The process sessions (start_process, read_process, write_process, stop_process, list_processes). */
+  sessions?: ProcessToolsOptions;
   /**
-   * Defaults for every tool that starts processes (node_process, run_command, run_tests); a
+   * Defaults for every tool that starts processes (node_process, run_command, run_tests, the process sessions); a
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
    */
   processes?: ProcessToolDefaults;
@@ -93,6 +96,7 @@ export const CODING_TOOLS_OPTIONS = declareOptions("createCodingTools", {
   nodeProcess: option.object(NODE_PROCESS_OPTIONS, "node_process's options"),
   runCommand: option.object(RUN_COMMAND_OPTIONS, "run_command's options"),
   runTests: option.object(RUN_TESTS_OPTIONS, "run_tests's options"),
+  sessions: option.object(PROCESS_TOOLS_OPTIONS, "the process sessions' options"),
   processes: option.object(PROCESS_DEFAULTS_OPTIONS, "defaults of every tool that starts processes"),
 } as const satisfies OptionSpecOf<CodingToolsOptions>);
 
@@ -113,7 +117,10 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
   const guard = { ...base, ...defined(options.guard) };
   // run_command's description says what the sandbox does; node_process's and run_tests's
   // refer to it when theirs would say the same.
-  const runCommand = { ...processes, ...options.runCommand };
+  const sessions = createProcessTools(root, { ...processes, ...options.sessions });
+  // The tool set's processes may connect to the ports its sessions listen on.
+  const ports = { [PORT_GROUP]: portGroupOf(sessions) };
+  const runCommand = { ...processes, ...options.runCommand, ...ports };
   const said: SandboxSaid = { tool: "run_command", sandbox: runCommand.sandbox ?? "auto", network: runCommand.network ?? false };
   return [
     createReadTool(root, { ...base, ...options.read }),
@@ -125,8 +132,9 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createMoveFileTool(root, { ...guard, ...options.moveFile }),
     createDeleteFileTool(root, { ...guard, ...options.deleteFile }),
     createMakeDirectoryTool(root, { ...guard, ...options.makeDirectory }),
-    createNodeProcessTool(root, { ...processes, ...options.nodeProcess, [SANDBOX_SAID_BY]: said } as NodeProcessToolOptions),
+    createNodeProcessTool(root, { ...processes, ...options.nodeProcess, ...ports, [SANDBOX_SAID_BY]: said } as NodeProcessToolOptions),
     createRunCommandTool(root, runCommand),
-    createRunTestsTool(root, { ...processes, ...options.runTests, [SANDBOX_SAID_BY]: said } as RunTestsToolOptions),
+    createRunTestsTool(root, { ...processes, ...options.runTests, ...ports, [SANDBOX_SAID_BY]: said } as RunTestsToolOptions),
+    ...sessions,
   ];
 }

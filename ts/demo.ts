@@ -4,6 +4,7 @@
 // at run time from createCodingTools; the script has calls for the tools it knows and says which
 // ones this build lacks.
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCodingTools } from "./coding.js";
@@ -20,6 +21,8 @@ export const SCRIPTED_TOOLS = [
   "node_process",
   "run_command",
   "run_tests",
+  "start_process",
+  "stop_process",
 ] as const;
 
 interface Step {
@@ -115,7 +118,7 @@ export function previewResult(text: string, width: number): string {
 }
 
 /** The script: for each step, the tool it needs; steps for tools this build lacks are skipped. */
-function script(has: (name: string) => boolean): Step[] {
+function script(has: (name: string) => boolean, port: number): Step[] {
   const steps: Step[] = [
     { say: "The agent looks around the workspace.", tool: "list_files", args: {} },
     { say: "It reads the module it was asked to change.", tool: "read_file", args: { path: "src/greet.js" } },
@@ -142,6 +145,17 @@ function script(has: (name: string) => boolean): Step[] {
     },
     { say: "It runs a command: an argv, never a shell string.", tool: "run_command", args: { argv: ["ls", "src"] } },
     { say: "It runs the test suite and gets a short report.", tool: "run_tests", args: { runner: "node" } },
+    {
+      say: "It starts a dev server and waits until it says it is listening.",
+      tool: "start_process",
+      args: { argv: ["node", "-e", SERVER, String(port)], waitFor: "listening", waitMs: 15000, ports: [port] },
+    },
+    {
+      say: "It fetches from the server with a command of the same tool set (only the session's port is open).",
+      tool: "run_command",
+      args: { argv: ["node", "-e", `fetch("http://127.0.0.1:${port}").then(r => r.text()).then(t => console.log(t))`] },
+    },
+    { say: "It stops the server and everything it started.", tool: "stop_process", args: { id: "p1" } },
 
     { say: "Refused: an absolute path (the path grammar, before any effect).", tool: "read_file", args: { path: "/etc/passwd" } },
     { say: "Refused: a path climbing out with .. (refused even when it would stay inside).", tool: "read_file", args: { path: "src/../../secret.txt" } },
@@ -183,6 +197,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
   const width = options.width ?? 240;
   const parent = await realpath(await mkdtemp(join(tmpdir(), "workcell-demo-")));
   const report: DemoReport = { tools: [], calls: [], workspace: parent };
+  let closing: ToolRegistry | undefined;
   try {
     const root = join(parent, "workspace");
     await mkdir(join(root, "src"), { recursive: true });
@@ -193,7 +208,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     await writeFile(join(parent, "secret.txt"), "API_KEY=this-must-never-reach-the-model\n");
     await symlink("../secret.txt", join(root, "notes.txt"));
 
-    const registry = new ToolRegistry(createCodingTools(root));
+    const port = await freePort();
+    const registry = new ToolRegistry(createCodingTools(root, { sessions: { ports: [port] } }));
+    closing = registry;
     const names = registry.list().map((t) => t.name);
     report.tools = names;
     const has = (name: string) => registry.get(name) !== undefined;
@@ -208,7 +225,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     if (unknown.length > 0) print(`no scripted call for: ${unknown.join(", ")}`);
 
     let n = 0;
-    for (const step of script(has)) {
+    for (const step of script(has, port)) {
       n += 1;
       print("");
       print(`${String(n).padStart(2)}. ${step.say}`);
@@ -246,6 +263,20 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     print(`${report.calls.length} calls; removing ${parent}`);
     return report;
   } finally {
+    await closing?.close();
     await rm(parent, { recursive: true, force: true });
   }
+}
+
+const SERVER = "require('http').createServer((q, s) => s.end('hello from the dev server')).listen(+process.argv[1], '127.0.0.1', () => console.log('listening on ' + process.argv[1]))";
+
+/** A TCP port free on the loopback interface now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
 }

@@ -20,6 +20,8 @@ export const ErrorCode = {
   TESTS_TIMED_OUT: "TESTS_TIMED_OUT",
   TEST_RUNNER_FAILED: "TEST_RUNNER_FAILED",
   FILE_EXISTS: "FILE_EXISTS",
+  PROCESS_LIMIT: "PROCESS_LIMIT",
+  PROCESS_NOT_FOUND: "PROCESS_NOT_FOUND",
   IO_ERROR: "IO_ERROR",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -37,6 +39,7 @@ export const ArgumentsReason = {
   COMMAND_LINE_TOO_LONG: "COMMAND_LINE_TOO_LONG",
   COMMAND_REFUSED: "COMMAND_REFUSED",
   PATCH_INVALID: "PATCH_INVALID",
+  PORT_NOT_ALLOWED: "PORT_NOT_ALLOWED",
 } as const;
 export type ArgumentsReason = (typeof ArgumentsReason)[keyof typeof ArgumentsReason];
 

@@ -1,7 +1,7 @@
 export { ErrorCode, ArgumentsReason, ToolError, AbortError, isAbortError } from "./errors.js";
 export type { JsonSchema } from "./schema.js";
 export type { Tool, ToolContext, AnyTool, ToolEffect } from "./tool.js";
-export { effectOf } from "./tool.js";
+export { effectOf, closeTools } from "./tool.js";
 export { ToolRegistry, executeToolCall } from "./registry.js";
 export type { ToolCall, ToolResult, ToolDefinition } from "./registry.js";
 export { validatePath as normalizePath } from "./paths.js";
@@ -43,6 +43,17 @@ export { sandboxSupport } from "./sandbox.js";
 export type { SandboxMode, SandboxReport, SandboxSupport, SandboxToolOptions, SandboxFeatureOverride } from "./sandbox.js";
 export type { NetworkAllow, NetworkCounts } from "./sandbox.js";
 export { createCodingTools } from "./coding.js";
+export { createProcessTools } from "./process-tools.js";
+export type {
+  ProcessToolsOptions,
+  ProcessOutput,
+  ProcessInfo,
+  ProcessAlert,
+  StartProcessInput,
+  ReadProcessInput,
+  WriteProcessInput,
+  StopProcessInput,
+} from "./process-tools.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";
 export { ToolCallError } from "./adapters/common.js";

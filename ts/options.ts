@@ -12,6 +12,8 @@ export type OptionKind =
   /** A string; `nonEmpty` refuses "", NUL characters are always refused. */
   | { readonly type: "string"; readonly nonEmpty?: boolean }
   | { readonly type: "strings" }
+  /** An array of integers, each from `min` to `max`. */
+  | { readonly type: "integers"; readonly min: number; readonly max: number }
   /** An absolute path. */
   | { readonly type: "path" }
   /** An array of absolute paths. */
@@ -44,6 +46,7 @@ export const option = {
   enum: (values: readonly string[], doc: string): OptionRule => ({ kind: { type: "enum", values }, doc }),
   string: (doc: string, nonEmpty = false): OptionRule => ({ kind: { type: "string", nonEmpty }, doc }),
   strings: (doc: string): OptionRule => ({ kind: { type: "strings" }, doc }),
+  integers: (min: number, max: number, doc: string): OptionRule => ({ kind: { type: "integers", min, max }, doc }),
   path: (doc: string): OptionRule => ({ kind: { type: "path" }, doc }),
   paths: (doc: string): OptionRule => ({ kind: { type: "paths" }, doc }),
   function: (doc: string): OptionRule => ({ kind: { type: "function" }, doc }),
@@ -113,6 +116,8 @@ export function describeKind(kind: OptionKind): string {
       return `one of ${kind.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "string":
       return kind.nonEmpty ? "a non-empty string without NUL characters" : "a string without NUL characters";
+    case "integers":
+      return `an array of integers from ${kind.min} to ${kind.max}`;
     case "strings":
       return "an array of strings";
     case "path":
@@ -168,6 +173,8 @@ function accepts(kind: OptionKind, value: unknown): boolean {
       return typeof value === "string" && kind.values.includes(value);
     case "string":
       return typeof value === "string" && !value.includes("\0") && !(kind.nonEmpty && value.length === 0);
+    case "integers":
+      return Array.isArray(value) && value.every((v) => typeof v === "number" && Number.isSafeInteger(v) && v >= kind.min && v <= kind.max);
     case "strings":
       return Array.isArray(value) && value.every((v) => typeof v === "string");
     case "path":

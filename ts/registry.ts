@@ -1,6 +1,6 @@
 import { ErrorCode, ToolError, abortError, isAbortError } from "./errors.js";
 import type { JsonSchema } from "./schema.js";
-import type { AnyTool } from "./tool.js";
+import { closeTools, type AnyTool } from "./tool.js";
 
 /** A tool call as a model emits it. `arguments` may be an object or its JSON text. */
 export interface ToolCall {
@@ -43,6 +43,11 @@ export class ToolRegistry {
 
   list(): AnyTool[] {
     return [...this.#tools.values()];
+  }
+
+  /** Closes the tools that keep processes running (see `closeTools`). */
+  close(): Promise<void> {
+    return closeTools(this.#tools.values());
   }
 
   definitions(): ToolDefinition[] {

@@ -124,7 +124,15 @@ export interface NativeSandboxOptions {
   readPaths: string[];
   writePaths: string[];
   sandboxLimit?: SandboxFeatureLimit;
+  /** The process table whose sessions' ports the processes may connect to (same tool set). */
+  portGroup?: number;
 }
+
+/**
+ * Internal: the key under which `createCodingTools` gives the tool set's other process tools
+ * the port group of its process sessions (not a public option).
+ */
+export const PORT_GROUP: unique symbol = Symbol("workcell.portGroup");
 
 function grantPaths(value: readonly string[] | undefined): string[] {
   if (value === undefined) return [];
@@ -171,6 +179,8 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
     writePaths: grantPaths(options.writePaths),
   };
   if (networkAllow !== undefined) result.networkAllow = networkAllow;
+  const group = (options as { [PORT_GROUP]?: unknown })[PORT_GROUP];
+  if (typeof group === "number") result.portGroup = group;
   const f = options.sandboxFeatures;
   if (f !== undefined) {
     const abi = f.landlockAbi;

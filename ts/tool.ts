@@ -44,6 +44,23 @@ export interface Tool<I = unknown, O = unknown> {
   validate(input: unknown): I;
   /** Runs the tool. Rejects with a `ToolError` for recoverable failures, an AbortError on cancellation. */
   execute(input: I, context: ToolContext): Promise<O>;
+  /**
+   * Ends what the tool keeps running (the process sessions of `start_process`): after it
+   * resolves, nothing the tool started is left. Optional; safe to call more than once.
+   */
+  close?(): Promise<void>;
+}
+
+/** Closes every tool that has a `close()` (each shared resource once); never rejects. */
+export async function closeTools(tools: Iterable<{ close?(): Promise<void> }>): Promise<void> {
+  const seen = new Set<unknown>();
+  const pending: Promise<void>[] = [];
+  for (const t of tools) {
+    if (typeof t.close !== "function" || seen.has(t.close)) continue;
+    seen.add(t.close);
+    pending.push(Promise.resolve().then(() => t.close!()).catch(() => undefined));
+  }
+  await Promise.all(pending);
 }
 
 /** Any tool, whatever its input and output types. */

@@ -182,7 +182,8 @@ function packageVersion(): string {
  *   AbortSignal: the tool stops (a process tool kills its process group) and no response is
  *   sent, as MCP specifies.
  * `close()` answers the calls still running with an error, aborts them (and the running tasks)
- * and resolves once they have all settled.
+ * and resolves once they have all settled and the tools are closed (`registry.close()`: the
+ * process sessions end); a client disconnecting closes them too.
  */
 export function createMcpServer(
   tools: ToolsInput,
@@ -296,6 +297,17 @@ export function createMcpServer(
     await close(); // aborts every running handler's signal
     await Promise.allSettled([...inflight]);
     taskStore?.inner.cleanup();
+    await registry.close();
+  };
+  // When the client disconnects, the tools are closed: no process session outlives it.
+  const connect = server.connect.bind(server);
+  server.connect = async (transport: Transport) => {
+    await connect(transport);
+    const onclose = transport.onclose;
+    transport.onclose = () => {
+      onclose?.();
+      void Promise.allSettled([...inflight]).then(() => registry.close());
+    };
   };
   return server;
 }

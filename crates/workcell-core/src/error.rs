@@ -32,6 +32,10 @@ pub enum Code {
     TestRunnerFailed,
     /// apply_patch's Add File, move_file without overwrite: something already has the name.
     FileExists,
+    /// start_process: the table already runs `maxProcesses` processes.
+    ProcessLimit,
+    /// read/write/stop_process: no process has that id (never started, or finished and removed).
+    ProcessNotFound,
     IoError,
     /// Not a tool error: the call was cancelled. The JS layer turns it into an AbortError.
     Cancelled,
@@ -59,6 +63,8 @@ impl Code {
             Code::TestsTimedOut => "TESTS_TIMED_OUT",
             Code::TestRunnerFailed => "TEST_RUNNER_FAILED",
             Code::FileExists => "FILE_EXISTS",
+            Code::ProcessLimit => "PROCESS_LIMIT",
+            Code::ProcessNotFound => "PROCESS_NOT_FOUND",
             Code::IoError => "IO_ERROR",
             Code::Cancelled => "ABORTED",
         }
@@ -80,6 +86,8 @@ pub enum Reason {
     CommandRefused,
     /// apply_patch: the patch text does not follow the format (the hint names the line).
     PatchInvalid,
+    /// start_process: a port the host does not allow (`options.ports`).
+    PortNotAllowed,
 }
 
 impl Reason {
@@ -96,6 +104,7 @@ impl Reason {
             Reason::CommandLineTooLong => "COMMAND_LINE_TOO_LONG",
             Reason::CommandRefused => "COMMAND_REFUSED",
             Reason::PatchInvalid => "PATCH_INVALID",
+            Reason::PortNotAllowed => "PORT_NOT_ALLOWED",
         }
     }
 }

@@ -46,6 +46,7 @@ pub mod read;
 pub mod root;
 pub mod sandbox;
 pub mod search;
+pub mod session;
 pub mod target_lock;
 pub mod temp_name;
 pub mod testrun;

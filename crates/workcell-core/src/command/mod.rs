@@ -29,7 +29,7 @@ use std::time::Duration;
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
-use crate::process::Prepare;
+use crate::process::{self, Prepare};
 use crate::path::RelPath;
 use crate::policy::{self, Policy};
 use crate::process::{End, HeadTail, Reaper, RunOptions};
@@ -204,21 +204,31 @@ pub fn find_command(name: &str, path: &std::ffi::OsStr) -> Result<PathBuf> {
     resolve::find_program(name, path).ok_or_else(|| resolve::not_found(name, path))
 }
 
-/// Runs `req` to the end. A normal exit (any code) is `Ok`; a timeout is `COMMAND_TIMEOUT`
-/// with the partial output in its details; cancellation is the cancelled error.
-pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOptions, cancel: &Cancel) -> Result<CommandOutput> {
-    cancel.check()?;
-    opts.validate().map_err(misconfigured)?;
-    let checked = check_request(req, opts)?;
+/// A command ready to start: what run_command and start_process share.
+pub struct Prepared {
+    /// The spawn, confined (its launcher set).
+    pub spec: process::SpawnSpec,
+    /// What confines it.
+    pub report: Report,
+    /// Its private HOME and TMPDIR: removed when dropped.
+    pub scratch: Scratch,
+    /// Must live until the child has started.
+    pub workdir: WorkDir,
+    /// With `network: { allow }`: the call's proxy session (its counts go in the result).
+    pub net: Option<crate::proxy::Session>,
+}
+
+/// Steps 2 to 5 of a checked request (see the module's documentation): the root rechecked,
+/// `cwd` opened beneath it, `argv[0]` found on the PATH, the sandbox decided (`required`
+/// refuses here, before the scratch directory exists), the scratch directory created and the
+/// spawn confined with `opts.sandbox`.
+pub fn prepare_start(ws: &Workspace, argv: &[String], cwd: Option<&RelPath>, opts: &CommandOptions) -> Result<Prepared> {
     ws.check()?;
     let scratch_parent = scratch::check_parent(&opts.scratch_parent, ws.canonical()).map_err(misconfigured)?;
-    let workdir = launch::open_workdir(ws, checked.cwd.as_ref())?;
-    let name = &req.argv[0];
+    let workdir = launch::open_workdir(ws, cwd)?;
+    let name = &argv[0];
     let program = find_command(name, &opts.path)?;
-    // "required" refuses here, before the scratch directory exists.
     sandbox::require(&opts.sandbox)?;
-    cancel.check()?;
-
     let scratch = Scratch::create(&scratch_parent)?;
     // The program's directories, and the call's private HOME and TMPDIR.
     let mut grants = sandbox::program_grants(&program);
@@ -228,12 +238,26 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
     let launch = Launch {
         program,
         arg0: name.into(),
-        args: req.argv[1..].iter().map(OsString::from).collect(),
+        args: argv[1..].iter().map(OsString::from).collect(),
         env: launch::base_environment(&opts.path, &scratch, &opts.env),
     };
     let mut spec = launch::spawn_spec(launch, &workdir);
     let net = confinement.network();
     let report = confinement.apply(&mut spec);
+    Ok(Prepared { spec, report, scratch, workdir, net })
+}
+
+/// Runs `req` to the end. A normal exit (any code) is `Ok`; a timeout is `COMMAND_TIMEOUT`
+/// with the partial output in its details; cancellation is the cancelled error.
+pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOptions, cancel: &Cancel) -> Result<CommandOutput> {
+    cancel.check()?;
+    opts.validate().map_err(misconfigured)?;
+    let checked = check_request(req, opts)?;
+    ws.check()?;
+    let prepared = prepare_start(ws, &req.argv, checked.cwd.as_ref(), opts)?;
+    let Prepared { spec, report, scratch, workdir, net } = prepared;
+    let name = &req.argv[0];
+    cancel.check()?;
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let sink = HeadTail::new(opts.head_bytes, opts.tail_bytes);
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, sink).await;

@@ -32,8 +32,8 @@ pub use capture::{Head, HeadTail, HeadTailText, HeadText, Sink};
 pub use cmdline::{quote_windows_arg, windows_command_line_units};
 pub use kill::kill_pipe_holders;
 pub use limits::RunOptions;
-pub use reap::{pidfd_available, ExitInfo, Reaper};
-pub use spawn::{LaunchIo, Launcher, OutputPipes, PreExec, SpawnSpec};
+pub use reap::{pidfd_available, signal_name, ExitInfo, Reaper};
+pub use spawn::{spawn_with_stdio, LaunchIo, Launcher, OutputPipes, PreExec, SpawnSpec};
 pub use supervise::{run, End, Finished};
 
 /// Edits the spawn of a child before it starts: the place where confinement adds flags

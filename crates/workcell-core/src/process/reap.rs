@@ -85,7 +85,7 @@ pub struct ExitInfo {
 }
 
 impl ExitInfo {
-    fn from_wait_status(status: i32) -> Self {
+    pub fn from_wait_status(status: i32) -> Self {
         if libc::WIFEXITED(status) {
             ExitInfo { code: Some(libc::WEXITSTATUS(status)), signal: None }
         } else if libc::WIFSIGNALED(status) {

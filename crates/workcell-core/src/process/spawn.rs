@@ -197,6 +197,48 @@ fn cloexec_above_stdio() {
     }
 }
 
+/// Starts the child described by `spec` with the given descriptors as its stdin, stdout and
+/// stderr (a session's pipe or terminal) instead of the null device and output pipes. Returns
+/// its pid (its process group id); the child is the caller's to collect.
+pub fn spawn_with_stdio(spec: SpawnSpec, stdin: BorrowedFd<'_>, stdout: BorrowedFd<'_>, stderr: BorrowedFd<'_>) -> io::Result<i32> {
+    let SpawnSpec { program, arg0, args, cwd, env, output: _, pre_exec, launcher } = spec;
+    if let Some(launcher) = launcher {
+        if !pre_exec.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a spec with a launcher cannot have pre-exec steps"));
+        }
+        let io = LaunchIo { program: &program, arg0: arg0.as_deref(), args: &args, cwd: &cwd, env: &env, stdin, stdout, stderr };
+        return launcher.launch(&io);
+    }
+    let mut cmd = Command::new(&program);
+    if let Some(arg0) = arg0 {
+        cmd.arg0(arg0);
+    }
+    cmd.args(&args)
+        .current_dir(&cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::from(stdin.try_clone_to_owned()?))
+        .stdout(Stdio::from(stdout.try_clone_to_owned()?))
+        .stderr(Stdio::from(stderr.try_clone_to_owned()?))
+        .process_group(0);
+    for step in pre_exec {
+        // SAFETY: the contract of `SpawnSpec::pre_exec` (async-signal-safe steps only).
+        unsafe {
+            cmd.pre_exec(step);
+        }
+    }
+    // SAFETY: as in `spawn`.
+    unsafe {
+        cmd.pre_exec(|| {
+            cloexec_above_stdio();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
+    drop(cmd);
+    Ok(child.id() as i32)
+}
+
 /// Starts the child described by `spec`.
 pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     let SpawnSpec { program, arg0, args, cwd, env, output, pre_exec, launcher } = spec;

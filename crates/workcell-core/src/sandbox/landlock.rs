@@ -31,7 +31,7 @@ use super::paths::{Access, Grant};
 use super::sys;
 
 use ::landlock::{
-    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, PathBeneath, Ruleset, RulesetAttr as _,
+    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, NetPort, PathBeneath, Ruleset, RulesetAttr as _,
     RulesetCreatedAttr as _, Scope, ABI,
 };
 
@@ -87,9 +87,18 @@ fn ruleset_error(e: ::landlock::RulesetError) -> io::Error {
 /// granted everything; `grants` are opened now and skipped when they do not exist; with
 /// `block_network`, TCP bind and connect are handled and nothing allows them. Returns the
 /// ruleset's descriptor (close-on-exec), to be enforced in the child with [`restrict`].
-/// `connect_port` (with `block_network`) is the one TCP port the child may connect to: the
-/// filtering proxy's, on the loopback of its network namespace ([`super::netns`]).
-pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_network: bool, connect_port: Option<u16>) -> io::Result<OwnedFd> {
+/// The network part of a ruleset: with `block`, TCP bind and connect are handled and only
+/// `bind` and `connect` (ports) are allowed (`connect` includes the filtering proxy's port, on
+/// the loopback of the network namespace ([`super::netns`]), when there is one).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NetRules<'a> {
+    pub block: bool,
+    pub bind: &'a [u16],
+    pub connect: &'a [u16],
+}
+
+pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], net: &NetRules<'_>) -> io::Result<OwnedFd> {
+    let block_network = net.block;
     let abi = ABI::from(abi as i32);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -103,9 +112,6 @@ pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_networ
     }
     let mut created = ruleset.create().map_err(ruleset_error)?;
     created = created.add_rule(PathBeneath::new(workspace, rights(abi, Access::ReadWrite, true))).map_err(ruleset_error)?;
-    if let (true, Some(port)) = (block_network && abi >= ABI::V4, connect_port) {
-        created = created.add_rule(::landlock::NetPort::new(port, AccessNet::ConnectTcp)).map_err(ruleset_error)?;
-    }
     for grant in grants {
         let fd = match open_path(&grant.path, grant.no_follow) {
             Ok(fd) => fd,
@@ -114,6 +120,14 @@ pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], block_networ
         };
         let access = rights(abi, grant.access, is_dir(fd.as_fd()));
         created = created.add_rule(PathBeneath::new(fd, access)).map_err(ruleset_error)?;
+    }
+    if block_network && abi >= ABI::V4 {
+        for p in net.bind {
+            created = created.add_rule(NetPort::new(*p, AccessNet::BindTcp)).map_err(ruleset_error)?;
+        }
+        for p in net.connect {
+            created = created.add_rule(NetPort::new(*p, AccessNet::ConnectTcp)).map_err(ruleset_error)?;
+        }
     }
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or_else(|| io::Error::other("Landlock ruleset: the kernel did not create one"))

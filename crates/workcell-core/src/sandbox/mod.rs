@@ -52,6 +52,7 @@ pub mod netns;
 pub mod pidns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) mod sys;
+pub mod ports;
 pub mod probe;
 pub mod report;
 
@@ -113,6 +114,12 @@ pub struct SandboxOptions {
     pub write_paths: Vec<PathBuf>,
     /// Simulate a system with at most these features (tests, diagnostics).
     pub limit: Option<Features>,
+    /// TCP ports the child may bind (a process session's `ports`) while the network is
+    /// blocked; it may connect to them too.
+    pub bind_ports: Vec<u16>,
+    /// TCP ports the child may connect to while the network is blocked: those the tool set's
+    /// running sessions opened ([`ports`]).
+    pub connect_ports: ports::SharedPorts,
 }
 
 impl SandboxOptions {
@@ -296,7 +303,13 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
             grants.extend(opts.read_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadExecute, no_follow: true }));
             grants.extend(opts.write_paths.iter().map(|p| Grant { path: p.clone(), access: Access::ReadWrite, no_follow: true }));
             let filtered = opts.network_allow.is_some();
-            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, filtered || !opts.network, filtered.then_some(crate::proxy::PROXY_PORT)).map_err(|e| {
+            let mut connect = opts.connect_ports.current();
+            connect.extend(&opts.bind_ports);
+            if filtered {
+                connect.push(crate::proxy::PROXY_PORT);
+            }
+            let net = landlock::NetRules { block: filtered || !opts.network, bind: &opts.bind_ports, connect: &connect };
+            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, &net).map_err(|e| {
                 Error::new(Code::IoError, format!("could not prepare the sandbox: {e}"))
                     .with_hint("try the call again; if it keeps failing, report it to the user")
             })?;

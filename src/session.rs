@@ -1,0 +1,224 @@
+//! The process sessions' table (start_process, read_process, write_process, stop_process,
+//! list_processes): conversion only.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{PromiseRaw, Utf16String};
+use napi::Env;
+use napi_derive::napi;
+use workcell_core::session::{ProcessTable, ReadRequest, SessionOptions, StartRequest};
+
+use crate::convert::{strict_string, throw, NativeError};
+use crate::process::EnvVar;
+use crate::process_tool::{env_of, host_error, policy_of, reaper_of, set_ms, spawn_call};
+use crate::sandbox::SandboxFeatureLimit;
+use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
+
+/// The host's configuration of the process tools.
+#[napi(object)]
+pub struct ProcessToolsOptions {
+    pub deny_commands: Option<Vec<String>>,
+    pub allow_commands: Option<Vec<String>>,
+    pub path: String,
+    pub env: Option<Vec<EnvVar>>,
+    pub timeout_ms: Option<u32>,
+    pub max_timeout_ms: Option<u32>,
+    pub scratch_dir: String,
+    pub reaper: Option<String>,
+    pub sandbox: Option<String>,
+    pub network: Option<bool>,
+    pub read_paths: Option<Vec<String>>,
+    pub write_paths: Option<Vec<String>>,
+    /// `network: { allow }`: the hosts the processes may reach through the filtering proxy.
+    pub network_allow: Option<Vec<String>>,
+    pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// TCP ports a session may ask for.
+    pub ports: Option<Vec<u32>>,
+    pub max_processes: Option<u32>,
+}
+
+/// A tool result (JSON) or `{ error }`.
+#[napi(object)]
+#[derive(Default)]
+pub struct SessionResult {
+    pub value: Option<serde_json::Value>,
+    pub error: Option<NativeError>,
+}
+
+impl<T: Into<serde_json::Value>> From<workcell_core::Result<T>> for SessionResult {
+    fn from(r: workcell_core::Result<T>) -> Self {
+        match r {
+            Ok(v) => SessionResult { value: Some(v.into()), error: None },
+            Err(e) => SessionResult { value: None, error: Some(e.into()) },
+        }
+    }
+}
+
+fn options(o: ProcessToolsOptions) -> napi::Result<SessionOptions> {
+    let mut opts = SessionOptions::new(o.path);
+    opts.command.policy = policy_of(o.deny_commands, o.allow_commands);
+    opts.command.env = env_of(o.env);
+    set_ms(&mut opts.command.timeout, o.timeout_ms);
+    set_ms(&mut opts.command.max_timeout, o.max_timeout_ms);
+    opts.command.scratch_parent = o.scratch_dir.into();
+    opts.command.reaper = reaper_of(o.reaper)?;
+    opts.command.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    let mut ports = Vec::new();
+    for p in o.ports.unwrap_or_default() {
+        if p == 0 || p > 65535 {
+            return Err(host_error(format_args!("ports must be TCP ports from 1 to 65535, not {p}")));
+        }
+        ports.push(p as u16);
+    }
+    opts.allowed_ports = ports;
+    if let Some(m) = o.max_processes {
+        opts.max_processes = m as usize;
+    }
+    Ok(opts)
+}
+
+fn strings(v: Vec<Utf16String>) -> workcell_core::Result<Vec<String>> {
+    v.into_iter().map(strict_string).collect()
+}
+
+/// start_process's input from JS.
+#[allow(clippy::too_many_arguments)]
+fn start_request(
+    argv: Vec<Utf16String>,
+    cwd: Option<Utf16String>,
+    tty: Option<bool>,
+    timeout_ms: Option<f64>,
+    wait_for: Option<Utf16String>,
+    wait_ms: Option<f64>,
+    ports: Option<Vec<f64>>,
+    watch: Option<Vec<Utf16String>>,
+) -> workcell_core::Result<StartRequest> {
+    Ok(StartRequest {
+        argv: strings(argv)?,
+        cwd: cwd.map(strict_string).transpose()?,
+        tty: tty.unwrap_or(false),
+        timeout_ms,
+        wait_for: wait_for.map(strict_string).transpose()?,
+        wait_ms,
+        ports: ports.unwrap_or_default(),
+        watch: strings(watch.unwrap_or_default())?,
+    })
+}
+
+/// The process table of one tool set.
+#[napi]
+pub struct NativeProcessTable {
+    table: Arc<ProcessTable>,
+    group: u32,
+}
+
+#[napi]
+impl NativeProcessTable {
+    /// Throws (a host error) when `options` are unusable.
+    #[napi(constructor)]
+    pub fn new(workspace: &NativeWorkspace, options: ProcessToolsOptions) -> napi::Result<Self> {
+        let opts = self::options(options)?;
+        let table = ProcessTable::new(Arc::clone(&workspace.ws), opts).map_err(host_error)?;
+        let group = workcell_core::sandbox::ports::register(table.ports());
+        Ok(NativeProcessTable { table: Arc::new(table), group })
+    }
+
+    /// The number the tool set's other tools pass as `portGroup`.
+    #[napi(getter)]
+    pub fn port_group(&self) -> u32 {
+        self.group
+    }
+
+    /// Checks start_process's input without any effect; throws the tool error's JSON.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_start(
+        &self,
+        argv: Vec<Utf16String>,
+        cwd: Option<Utf16String>,
+        tty: Option<bool>,
+        timeout_ms: Option<f64>,
+        wait_for: Option<Utf16String>,
+        wait_ms: Option<f64>,
+        ports: Option<Vec<f64>>,
+        watch: Option<Vec<Utf16String>>,
+    ) -> napi::Result<()> {
+        start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch)
+            .and_then(|r| workcell_core::session::check_start(&r, self.table.options()))
+            .map(|_| ())
+            .map_err(throw)
+    }
+
+    #[napi(ts_return_type = "Promise<SessionResult>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn start<'env>(
+        &self,
+        env: &'env Env,
+        argv: Vec<Utf16String>,
+        cwd: Option<Utf16String>,
+        tty: Option<bool>,
+        timeout_ms: Option<f64>,
+        wait_for: Option<Utf16String>,
+        wait_ms: Option<f64>,
+        ports: Option<Vec<f64>>,
+        watch: Option<Vec<Utf16String>>,
+        cancel: Option<&CancelHandle>,
+    ) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+        let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
+        spawn_call(env, start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch), move |req| async move {
+            t.start(&req, &cancel).await.map(|o| o.to_json())
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<SessionResult>")]
+    pub fn read<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        cursor: Option<f64>,
+        wait_for: Option<Utf16String>,
+        wait_ms: Option<f64>,
+        cancel: Option<&CancelHandle>,
+    ) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+        let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
+        let req = wait_for.map(strict_string).transpose().map(|wait_for| ReadRequest { id, cursor, wait_for, wait_ms });
+        spawn_call(env, req, move |req| async move { t.read(&req, &cancel).await.map(|o| o.to_json()) })
+    }
+
+    #[napi(ts_return_type = "Promise<SessionResult>")]
+    pub fn write<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        input: Utf16String,
+        close_stdin: Option<bool>,
+        cancel: Option<&CancelHandle>,
+    ) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+        let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
+        spawn_call(env, strict_string(input), move |input| async move {
+            let bytes = t.write(&id, &input, close_stdin.unwrap_or(false), &cancel).await?;
+            Ok(serde_json::json!({ "id": id, "bytes": bytes }))
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<SessionResult>")]
+    pub fn stop<'env>(&self, env: &'env Env, id: String, signal: Option<String>, cancel: Option<&CancelHandle>) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+        let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
+        spawn_call(env, Ok(()), move |()| async move { t.stop(&id, signal.as_deref(), &cancel).await.map(|o| o.to_json()) })
+    }
+
+    #[napi]
+    pub fn list(&self) -> serde_json::Value {
+        serde_json::json!({ "processes": self.table.list().iter().map(|p| p.to_json()).collect::<Vec<_>>() })
+    }
+
+    /// Ends every process and refuses new ones; resolves once they are gone.
+    #[napi(ts_return_type = "Promise<SessionResult>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+        let t = Arc::clone(&self.table);
+        spawn_call(env, Ok(()), move |()| async move {
+            t.close().await;
+            Ok(serde_json::Value::Null)
+        })
+    }
+}

@@ -1,0 +1,301 @@
+// The process sessions: start_process, read_process, write_process, stop_process and
+// list_processes, sharing one process table. Every limit and decision is made in Rust
+// (crates/workcell-core/src/session/); this file checks shapes, converts and describes.
+import type { CancelHandle, ProcessToolsOptions as NativeProcessToolsOptions, SessionResult } from "../native/binding.js";
+import { abortError } from "./errors.js";
+import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
+import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
+import { SANDBOX_OPTIONS, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import type { AnyTool, Tool, ToolContext } from "./tool.js";
+
+export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
+  /** Host variables the processes may see (as run_command's `inheritEnv`). */
+  inheritEnv?: readonly string[];
+  /** The processes' PATH, where `argv[0]` is looked up (default: the host's PATH). */
+  path?: string;
+  /** TCP ports a session may ask for in `ports` (default: none). */
+  ports?: readonly number[];
+  /** Processes running at once (default 8). */
+  maxProcesses?: number;
+  /** A process's life when the call names none, in milliseconds (default 1,800,000). */
+  timeoutMs?: number;
+  /** Longest life a call may ask for (default 3,600,000, or `timeoutMs` when larger). */
+  maxTimeoutMs?: number;
+  /** Where the per-process scratch directories go (default: `os.tmpdir()`), outside the workspace. */
+  scratchDir?: string;
+  /** How exits are observed (tests and diagnostics). */
+  reaper?: "auto" | "pidfd" | "thread";
+}
+
+export const PROCESS_TOOLS_DEFAULTS = { timeoutMs: 1_800_000, maxTimeoutMs: 3_600_000, maxProcesses: 8 } as const;
+
+export interface ProcessAlert {
+  keyword: string;
+  line: string;
+}
+
+/** What start_process, read_process and stop_process return. */
+export interface ProcessOutput {
+  id: string;
+  running: boolean;
+  exitCode: number | null;
+  signal: string | null;
+  /** Output after the cursor; `[N bytes omitted]` where bytes were not kept. */
+  output: string;
+  /** Bytes since the start of the output: pass it to read_process to continue. */
+  cursor: number;
+  omittedBytes: number;
+  matched: boolean;
+  alerts: ProcessAlert[];
+  /** Alerts beyond the 20 kept. */
+  alertsOmitted: number;
+  durationMs: number;
+  sandbox: SandboxReport;
+  note?: string;
+}
+
+export interface StartProcessInput {
+  argv: string[];
+  cwd?: string;
+  tty?: boolean;
+  timeoutMs?: number;
+  waitFor?: string;
+  waitMs?: number;
+  ports?: number[];
+  watch?: string[];
+}
+export interface ReadProcessInput {
+  id: string;
+  cursor?: number;
+  waitFor?: string;
+  waitMs?: number;
+}
+export interface WriteProcessInput {
+  id: string;
+  input: string;
+  closeStdin?: boolean;
+}
+export interface StopProcessInput {
+  id: string;
+  signal?: "SIGTERM" | "SIGINT" | "SIGKILL";
+}
+export interface ProcessInfo {
+  id: string;
+  argv: string[];
+  running: boolean;
+  exitCode: number | null;
+  signal: string | null;
+  startedAt: string;
+  durationMs: number;
+}
+
+const MAX_MS = 2 ** 32 - 1;
+const id = { type: "string", description: "The id start_process returned, such as p1." } as const;
+const waitFor = { type: "string", description: "Return once this regex matches new output." } as const;
+const waitMs = { type: "integer", minimum: 0, maximum: 30_000, description: "Longest wait in ms (default 1000)." } as const;
+
+const startParameters: JsonSchema = {
+  type: "object",
+  properties: {
+    argv: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 64, description: 'As run_command: ["npm", "run", "dev"].' },
+    cwd: { type: "string", description: "Relative to the workspace root." },
+    tty: { type: "boolean", description: "A terminal, for REPLs and prompts." },
+    timeoutMs: { type: "integer", minimum: 1, description: "Its whole life in ms." },
+    waitFor,
+    waitMs,
+    ports: { type: "array", items: { type: "integer", minimum: 1, maximum: 65535 }, maxItems: 8, description: "TCP ports it may listen on." },
+    watch: { type: "array", items: { type: "string" }, maxItems: 16, description: "Keywords reported in alerts." },
+  },
+  required: ["argv"],
+  additionalProperties: false,
+};
+const readParameters: JsonSchema = {
+  type: "object",
+  properties: { id, cursor: { type: "integer", minimum: 0, description: "Byte offset (default: where the last read ended)." }, waitFor, waitMs },
+  required: ["id"],
+  additionalProperties: false,
+};
+const writeParameters: JsonSchema = {
+  type: "object",
+  properties: {
+    id,
+    input: { type: "string", description: "Text for its stdin (at most 8192 bytes); end lines with \\n." },
+    closeStdin: { type: "boolean", description: "Close stdin afterwards (end of input)." },
+  },
+  required: ["id", "input"],
+  additionalProperties: false,
+};
+const stopParameters: JsonSchema = {
+  type: "object",
+  properties: { id, signal: { type: "string", enum: ["SIGTERM", "SIGINT", "SIGKILL"], description: "Default SIGTERM, then SIGKILL after 2 s." } },
+  required: ["id"],
+  additionalProperties: false,
+};
+const listParameters: JsonSchema = { type: "object", properties: {}, additionalProperties: false };
+
+/** The options of createProcessTools (see ts/options.ts). */
+export const PROCESS_TOOLS_OPTIONS = declareOptions("createProcessTools", {
+  ...COMMON_TOOL_OPTIONS,
+  ...POLICY_OPTIONS,
+  ...SANDBOX_OPTIONS,
+  inheritEnv: option.strings("host environment variables the processes may see"),
+  path: option.string("the processes' PATH"),
+  ports: option.integers(1, 65535, "TCP ports a session may ask for"),
+  maxProcesses: option.integer(1, 1024, "processes running at once"),
+  timeoutMs: option.integer(1, MAX_MS, "a process's life when the call names none, in milliseconds"),
+  maxTimeoutMs: option.integer(1, MAX_MS, "the longest life a call may ask for, in milliseconds"),
+  scratchDir: option.string("where the per-process HOME and TMPDIR are created", true),
+  reaper: option.enum(["auto", "pidfd", "thread"], "how exits are observed"),
+} as const satisfies OptionSpecOf<ProcessToolsOptions>);
+
+function integer(name: string, value: unknown, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new TypeError(`workcell: createProcessTools option ${name} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function toOutput(v: Record<string, unknown>): ProcessOutput {
+  const out = { ...(v as unknown as ProcessOutput) };
+  out.sandbox = toSandboxReport(v.sandbox as Parameters<typeof toSandboxReport>[0]);
+  if (out.note == null) delete out.note;
+  return out;
+}
+
+/** Creates the five process-session tools for one workspace root, sharing one process table. */
+export function createProcessTools(root: string, options: ProcessToolsOptions = {}): AnyTool[] {
+  const T = "createProcessTools";
+  checkOptions(T, PROCESS_TOOLS_OPTIONS, options);
+  const ws = openWorkspace(root);
+  const timeoutMs = integer("timeoutMs", options.timeoutMs, 1, MAX_MS) ?? PROCESS_TOOLS_DEFAULTS.timeoutMs;
+  const maxTimeoutMs = integer("maxTimeoutMs", options.maxTimeoutMs, 1, MAX_MS) ?? Math.max(PROCESS_TOOLS_DEFAULTS.maxTimeoutMs, timeoutMs);
+  if (timeoutMs > maxTimeoutMs) throw new TypeError(`workcell: ${T} option timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
+  const maxProcesses = integer("maxProcesses", options.maxProcesses, 1, 1024) ?? PROCESS_TOOLS_DEFAULTS.maxProcesses;
+  const ports = options.ports ?? [];
+  if (!Array.isArray(ports) || ports.some((p) => !Number.isSafeInteger(p) || p < 1 || p > 65535)) {
+    throw new TypeError(`workcell: ${T} option ports must be an array of TCP ports (integers from 1 to 65535)`);
+  }
+  for (const [k, v] of [["denyCommands", options.denyCommands], ["allowCommands", options.allowCommands]] as const) {
+    if (v !== undefined && (!Array.isArray(v) || v.some((x) => typeof x !== "string"))) {
+      throw new TypeError(`workcell: ${T} option ${k} must be an array of strings`);
+    }
+  }
+  if (options.path !== undefined && (typeof options.path !== "string" || options.path.includes("\0"))) {
+    throw new TypeError(`workcell: ${T} option path must be a PATH string`);
+  }
+  const reaper = options.reaper ?? "auto";
+  if (!["auto", "pidfd", "thread"].includes(reaper)) throw new TypeError(`workcell: ${T} option reaper must be "auto", "pidfd" or "thread"`);
+  const env = inheritedEnv(T, options.inheritEnv);
+  const native: NativeProcessToolsOptions = {
+    denyCommands: options.denyCommands ? [...options.denyCommands] : undefined,
+    allowCommands: options.allowCommands ? [...options.allowCommands] : undefined,
+    path: options.path ?? process.env.PATH ?? DEFAULT_PATH,
+    // The host's variables are read once, when the tools are created.
+    env: env(),
+    timeoutMs,
+    maxTimeoutMs,
+    scratchDir: scratchParent(T, options.scratchDir, ws.canonical),
+    reaper,
+    ...sandboxOptions(T, options),
+    ports: [...ports],
+    maxProcesses,
+  };
+  const table = (() => {
+    try {
+      return new binding.NativeProcessTable(ws, native);
+    } catch (err) {
+      throw new TypeError(fromThrown(err).message);
+    }
+  })();
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => (closed ??= table.close().then(() => undefined));
+  const value = async (signal: AbortSignal | undefined, run: (cancel: CancelHandle | undefined) => Promise<SessionResult>) =>
+    (await callNative(signal, run)).value as Record<string, unknown>;
+  const checked = <I>(schema: JsonSchema, input: unknown, more?: (i: I) => void): I => {
+    checkSchema(schema, input);
+    try {
+      more?.(input as I);
+    } catch (err) {
+      throw fromThrown(err);
+    }
+    return structuredClone(input) as I;
+  };
+  const allowed = ports.length ? `ports the host allows: ${ports.join(", ")}` : "no ports are allowed here";
+
+  const start: Tool<StartProcessInput, ProcessOutput> = {
+    name: "start_process",
+    effect: "process",
+    description:
+      `Start a dev server, watcher, REPL or long build and return while it runs, with its id (argv and cwd as run_command). Pass waitFor (a regex such as "listening") to return once it appears. Then read_process to follow its output, write_process for stdin, stop_process when done. At most ${maxProcesses} run at once; ${allowed}; killed after timeoutMs (default ${timeoutMs}).`,
+    parameters: startParameters,
+    validate: (input) =>
+      checked<StartProcessInput>(startParameters, input, (i) =>
+        table.checkStart(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch),
+      ),
+    async execute(i, context: ToolContext) {
+      return toOutput(await value(context?.signal, (c) => table.start(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, c)));
+    },
+    close,
+  };
+  const read: Tool<ReadProcessInput, ProcessOutput> = {
+    name: "read_process",
+    effect: "process",
+    description:
+      "Read a process's output since your last read (or since cursor), with running and exit status. Returns on new output (or once waitFor matches), at exit, or after waitMs.",
+    parameters: readParameters,
+    validate: (input) => checked<ReadProcessInput>(readParameters, input),
+    async execute(i, context: ToolContext) {
+      return toOutput(await value(context?.signal, (c) => table.read(i.id, i.cursor, i.waitFor, i.waitMs, c)));
+    },
+    close,
+  };
+  const write: Tool<WriteProcessInput, { id: string; bytes: number }> = {
+    name: "write_process",
+    effect: "process",
+    description: "Send input to a started process's stdin (its terminal with tty), such as \"1+1\\n\"; closeStdin: true ends its input. Then read_process for the answer.",
+    parameters: writeParameters,
+    validate: (input) => checked<WriteProcessInput>(writeParameters, input),
+    async execute(i, context: ToolContext) {
+      return (await value(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c))) as { id: string; bytes: number };
+    },
+    close,
+  };
+  const stop: Tool<StopProcessInput, ProcessOutput> = {
+    name: "stop_process",
+    effect: "process",
+    description: "Stop a started process and everything it started (SIGTERM, then SIGKILL after 2 s; or SIGINT, SIGKILL) and return its final output and exit status. Stop what you no longer need.",
+    parameters: stopParameters,
+    validate: (input) => checked<StopProcessInput>(stopParameters, input),
+    async execute(i, context: ToolContext) {
+      return toOutput(await value(context?.signal, (c) => table.stop(i.id, i.signal, c)));
+    },
+    close,
+  };
+  const list: Tool<Record<string, never>, { processes: ProcessInfo[] }> = {
+    name: "list_processes",
+    effect: "process",
+    description: "List the started processes, running and recently finished (kept 10 minutes), with id, argv, running, exitCode, signal, startedAt and durationMs.",
+    parameters: listParameters,
+    validate: (input) => checked<Record<string, never>>(listParameters, input),
+    async execute(_i, context: ToolContext) {
+      if (context?.signal?.aborted) throw abortError(context.signal);
+      return table.list() as { processes: ProcessInfo[] };
+    },
+    close,
+  };
+  const tools = [start, read, write, stop, list];
+  portGroups.set(tools, table.portGroup);
+  return tools;
+}
+
+const portGroups = new WeakMap<object, number>();
+
+/** Internal: the port group of a `createProcessTools` array (for the tool set's other tools). */
+export function portGroupOf(tools: AnyTool[]): number | undefined {
+  return portGroups.get(tools);
+}
+
