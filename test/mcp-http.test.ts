@@ -274,7 +274,7 @@ describe("workcell mcp over Streamable HTTP", () => {
     const { url, server } = await serve(root, {
       createTools: (r) => {
         const entry = { tools: [] as AnyTool[], closed: 0 };
-        entry.tools = createCodingTools(r).map((t) => ({ ...t, close: () => void (entry.closed += 1) }));
+        entry.tools = createCodingTools(r).map((t) => ({ ...t, close: async () => void (entry.closed += 1) }));
         made.push(entry);
         return entry.tools;
       },
@@ -299,7 +299,7 @@ describe("workcell mcp over Streamable HTTP", () => {
     let closed = 0;
     const { url, server } = await serve(root, {
       idleTimeoutMs: 300,
-      createTools: (r) => createCodingTools(r).map((t) => ({ ...t, close: () => void (closed += 1) })),
+      createTools: (r) => createCodingTools(r).map((t) => ({ ...t, close: async () => void (closed += 1) })),
     });
     closed = 0; // the tool set made at creation to check the workspace
     const marker = sleepMarker();

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import * as workcell from "../dist/index.js";
 import { OPTION_SPECS, type OptionKind, type OptionSpec } from "../dist/options.js";
 import { AI_SDK_TOOLS_OPTIONS, toAISDKTools } from "../dist/adapters/ai.js";
-import { MCP_SERVER_OPTIONS, MCP_STDIO_OPTIONS, McpStdioTransport, createMcpServer } from "../dist/adapters/mcp.js";
+import { MCP_HTTP_OPTIONS, MCP_SERVER_OPTIONS, MCP_STDIO_OPTIONS, McpStdioTransport, createMcpHttpServer, createMcpServer } from "../dist/adapters/mcp.js";
 import { OPENAI_TOOLS_OPTIONS } from "../dist/adapters/providers.js";
 import { parseMcpArgs } from "../dist/cli.js";
 import { tempWorkspace } from "./helpers.js";
@@ -163,6 +163,25 @@ strictSuite("createMcpServer", MCP_SERVER_OPTIONS, async () => {
   const { root } = await tempWorkspace();
   const tools = [workcell.createReadTool(root)];
   return (options) => createMcpServer(tools, undefined, options as never);
+});
+strictSuite("createMcpHttpServer", MCP_HTTP_OPTIONS, async () => {
+  const { root } = await tempWorkspace();
+  // A token (required) and public: true (so a host of any name is accepted; nothing listens).
+  return (options) => {
+    if (typeof options !== "object" || options === null || Array.isArray(options) || options instanceof Map) {
+      return createMcpHttpServer(root, options as never);
+    }
+    const o = options as Record<string, unknown>;
+    const make = o.createTools as ((r: string) => unknown) | undefined;
+    return createMcpHttpServer(root, {
+      token: "t".repeat(32),
+      public: true,
+      ...o,
+      // The kind's sample string is short; the token's length is checked on its own.
+      ...(typeof o.token === "string" ? { token: o.token.padEnd(32, "t") } : {}),
+      ...(typeof make === "function" ? { createTools: (r: string) => (make(r) ?? []) as never } : {}),
+    } as never);
+  };
 });
 strictSuite("McpStdioTransport", MCP_STDIO_OPTIONS, async () => (options) => new McpStdioTransport(undefined, undefined, options as never));
 strictSuite("toAISDKTools", AI_SDK_TOOLS_OPTIONS, async () => {

@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
-import { describe, expect, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
 import { ToolRegistry, createCodingTools, executeToolCall, type AnyTool } from "../dist/index.js";
 import { call, content, tempWorkspace } from "./helpers.js";
 
@@ -47,6 +47,12 @@ async function cases(root: string): Promise<Record<string, unknown[]>> {
     node_process: [{ source: "console.log('out'); console.error('err');" }, { source: "process.exit(3)" }],
     run_command: [{ argv: ["echo", "hi"] }, { argv: ["sh", "-c", "exit 2"] }, { argv: ["echo", "clamped"], timeoutMs: 999_999_999 }],
     run_tests: [{ runner: "node", args: ["pass.test.mjs"] }, { runner: "node", args: ["fail.test.mjs"] }],
+    // p1 exits at once; p2 (cat) waits for input, gets some and is stopped.
+    start_process: [{ argv: ["echo", "hi"], waitMs: 2000 }, { argv: ["cat"], waitMs: 0, watch: ["x"] }],
+    read_process: [{ id: "p1" }, { id: "p2", waitMs: 0 }],
+    write_process: [{ id: "p2", input: "x\n" }],
+    stop_process: [{ id: "p2" }],
+    list_processes: [{}],
   };
 }
 
@@ -65,6 +71,7 @@ describe("outputSchema", () => {
     const { root } = await tempWorkspace();
     const tools = createCodingTools(root);
     const registry = new ToolRegistry(tools);
+    onTestFinished(() => registry.close());
     const all = await cases(root);
     expect(Object.keys(all).sort()).toEqual(tools.map((t) => t.name).sort());
     for (const tool of tools) {

@@ -7,7 +7,7 @@ import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, test } from "vitest";
 import { toAISDKProviderTools } from "workcell/ai";
-import { createCodingTools } from "../dist/index.js";
+import { closeTools, createCodingTools } from "../dist/index.js";
 import { tempWorkspace } from "./helpers.js";
 import { fakeSessionTools } from "./process-session-fake.js";
 import { PRIMES_PY, openaiApplyPatch as P } from "./provider-fixtures.js";
@@ -35,19 +35,20 @@ function toolParts(prompt: readonly { role: string; content: unknown }[]): any[]
 describe("toAISDKProviderTools", () => {
   test("built_with_the_providers_own_factories", async () => {
     const { root } = await tempWorkspace();
-    const fake = fakeSessionTools(root);
+    const coding = createCodingTools(root);
     try {
-      const tools = toAISDKProviderTools([...createCodingTools(root), ...fake.tools]);
+      // createCodingTools includes the process sessions, so bash is there too.
+      const tools = toAISDKProviderTools(coding);
       expect(Object.keys(tools).sort()).toEqual(["apply_patch", "bash", "shell", "str_replace_based_edit_tool"]);
       expect(tools.str_replace_based_edit_tool).toMatchObject({ type: "provider", id: "anthropic.text_editor_20250728" });
       expect(tools.bash).toMatchObject({ type: "provider", id: "anthropic.bash_20250124" });
       expect(tools.apply_patch).toMatchObject({ type: "provider", id: "openai.apply_patch" });
       expect(tools.shell).toMatchObject({ type: "provider", id: "openai.shell" });
-      // Without the session tools there is no bash (on its own branch createCodingTools has none).
-      const coding = toAISDKProviderTools(createCodingTools(root));
-      expect("str_replace_based_edit_tool" in coding && "apply_patch" in coding && "shell" in coding).toBe(true);
+      // Without the session tools there is no bash.
+      const noSessions = toAISDKProviderTools(coding.filter((t) => !t.name.endsWith("_process") && t.name !== "list_processes"));
+      expect(Object.keys(noSessions).sort()).toEqual(["apply_patch", "shell", "str_replace_based_edit_tool"]);
     } finally {
-      fake.close();
+      await closeTools(coding);
     }
   });
 

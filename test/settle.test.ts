@@ -23,7 +23,7 @@ describe("settling calls", () => {
       const n = i % 80;
       if (i % 7 === 0) return write.execute({ path: `out/w${i}.txt`, content: `w${i}` }, ctx()).then((r) => `write ${r.path} ${r.bytes}`);
       return read.execute({ path: `f${n}.txt` }, ctx()).then(
-        (r) => r.content,
+        (r) => ("content" in r ? r.content : "(an image)"),
         (e: { code?: string }) => `error ${e.code}`,
       );
     });

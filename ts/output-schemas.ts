@@ -86,17 +86,24 @@ export const MAKE_DIRECTORY_OUTPUT_SCHEMA: JsonSchema = object({ path: string, c
 const exitCode = nullable({ type: "integer" });
 const signal = nullable(string);
 
-export const NODE_PROCESS_OUTPUT_SCHEMA: JsonSchema = object({
-  exitCode,
-  signal,
-  stdout: string,
-  stderr: string,
-  stdoutTruncated: boolean,
-  stderrTruncated: boolean,
-  timedOut: boolean,
-  durationMs: count,
-  sandbox: SANDBOX_REPORT_SCHEMA,
-});
+/** With `network: { allow }`: the connections through the proxy. */
+const network: JsonSchema = object({ allowed: count, refused: count });
+
+export const NODE_PROCESS_OUTPUT_SCHEMA: JsonSchema = object(
+  {
+    exitCode,
+    signal,
+    stdout: string,
+    stderr: string,
+    stdoutTruncated: boolean,
+    stderrTruncated: boolean,
+    timedOut: boolean,
+    durationMs: count,
+    sandbox: SANDBOX_REPORT_SCHEMA,
+    network,
+  },
+  ["exitCode", "signal", "stdout", "stderr", "stdoutTruncated", "stderrTruncated", "timedOut", "durationMs", "sandbox"],
+);
 
 export const RUN_COMMAND_OUTPUT_SCHEMA: JsonSchema = object(
   {
@@ -110,6 +117,7 @@ export const RUN_COMMAND_OUTPUT_SCHEMA: JsonSchema = object(
     timeoutMs: count,
     note: string,
     sandbox: SANDBOX_REPORT_SCHEMA,
+    network,
   },
   ["exitCode", "signal", "output", "truncated", "omittedBytes", "timedOut", "durationMs", "timeoutMs", "sandbox"],
 );
@@ -128,6 +136,36 @@ export const RUN_TESTS_OUTPUT_SCHEMA: JsonSchema = object(
     timeoutMs: count,
     note: string,
     sandbox: SANDBOX_REPORT_SCHEMA,
+    network,
   },
   ["status", "report", "passed", "failed", "skipped", "failures", "buildErrors", "exitCode", "durationMs", "timeoutMs", "sandbox"],
 );
+
+/** start_process, read_process and stop_process. */
+export const PROCESS_OUTPUT_SCHEMA: JsonSchema = object(
+  {
+    id: string,
+    running: boolean,
+    exitCode,
+    signal,
+    output: string,
+    cursor: count,
+    omittedBytes: count,
+    matched: boolean,
+    alerts: { type: "array", items: object({ keyword: string, line: string }) },
+    alertsOmitted: count,
+    durationMs: count,
+    sandbox: SANDBOX_REPORT_SCHEMA,
+    note: string,
+  },
+  ["id", "running", "exitCode", "signal", "output", "cursor", "omittedBytes", "matched", "alerts", "alertsOmitted", "durationMs", "sandbox"],
+);
+
+export const WRITE_PROCESS_OUTPUT_SCHEMA: JsonSchema = object({ id: string, bytes: count });
+
+export const LIST_PROCESSES_OUTPUT_SCHEMA: JsonSchema = object({
+  processes: {
+    type: "array",
+    items: object({ id: string, argv: strings, running: boolean, exitCode, signal, startedAt: string, durationMs: count }),
+  },
+});

@@ -9,6 +9,7 @@ import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { SANDBOX_OPTIONS, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { AnyTool, Tool, ToolContext } from "./tool.js";
 
 export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
@@ -225,13 +226,18 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     return structuredClone(input) as I;
   };
   const allowed = ports.length ? `ports the host allows: ${ports.join(", ")}` : "no ports are allowed here";
+  // "full" adds the limits and output fields a model otherwise meets in results and hints.
+  const full = (compact: string, more: string) => (options.descriptions === "full" ? `${compact} ${more}` : compact);
 
   const start: Tool<StartProcessInput, ProcessOutput> = {
     name: "start_process",
     effect: "process",
-    description:
+    description: full(
       `Start a dev server, watcher, REPL or long build and return while it runs, with its id (argv and cwd as run_command). Pass waitFor (a regex such as "listening") to return once it appears. Then read_process to follow its output, write_process for stdin, stop_process when done. At most ${maxProcesses} run at once; ${allowed}; killed after timeoutMs (default ${timeoutMs}).`,
+      `Returns { id, running, exitCode, signal, output, cursor, omittedBytes, matched, alerts, durationMs, sandbox }. waitMs is at most 30000 (default 1000); watch takes up to 16 keywords reported in alerts; tty: true gives an 80x24 terminal with escape sequences removed. The first 8 KiB and the last 64 KiB of output are kept; older bytes are counted in omittedBytes. It runs confined like run_command, with a private HOME and TMPDIR kept for its life.`,
+    ),
     parameters: startParameters,
+    outputSchema: PROCESS_OUTPUT_SCHEMA,
     validate: (input) =>
       checked<StartProcessInput>(startParameters, input, (i) =>
         table.checkStart(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch),
@@ -244,9 +250,12 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   const read: Tool<ReadProcessInput, ProcessOutput> = {
     name: "read_process",
     effect: "process",
-    description:
+    description: full(
       "Read a process's output since your last read (or since cursor), with running and exit status. Returns on new output (or once waitFor matches), at exit, or after waitMs.",
+      "cursor counts bytes since the start; output no longer kept is shown as [N bytes omitted]. An unknown id is PROCESS_NOT_FOUND; list_processes shows the ids.",
+    ),
     parameters: readParameters,
+    outputSchema: PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<ReadProcessInput>(readParameters, input),
     async execute(i, context: ToolContext) {
       return toOutput(await value(context?.signal, (c) => table.read(i.id, i.cursor, i.waitFor, i.waitMs, c)));
@@ -256,8 +265,12 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   const write: Tool<WriteProcessInput, { id: string; bytes: number }> = {
     name: "write_process",
     effect: "process",
-    description: "Send input to a started process's stdin (its terminal with tty), such as \"1+1\\n\"; closeStdin: true ends its input. Then read_process for the answer.",
+    description: full(
+      "Send input to a started process's stdin (its terminal with tty), such as \"1+1\\n\"; closeStdin: true ends its input. Then read_process for the answer.",
+      "input is at most 8,192 UTF-8 bytes per call. Returns { id, bytes }.",
+    ),
     parameters: writeParameters,
+    outputSchema: WRITE_PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<WriteProcessInput>(writeParameters, input),
     async execute(i, context: ToolContext) {
       return (await value(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c))) as { id: string; bytes: number };
@@ -267,8 +280,12 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   const stop: Tool<StopProcessInput, ProcessOutput> = {
     name: "stop_process",
     effect: "process",
-    description: "Stop a started process and everything it started (SIGTERM, then SIGKILL after 2 s; or SIGINT, SIGKILL) and return its final output and exit status. Stop what you no longer need.",
+    description: full(
+      "Stop a started process and everything it started (SIGTERM, then SIGKILL after 2 s; or SIGINT, SIGKILL) and return its final output and exit status. Stop what you no longer need.",
+      "A process killed by a signal reports it in signal, with exitCode null. Returns the same fields as read_process.",
+    ),
     parameters: stopParameters,
+    outputSchema: PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<StopProcessInput>(stopParameters, input),
     async execute(i, context: ToolContext) {
       return toOutput(await value(context?.signal, (c) => table.stop(i.id, i.signal, c)));
@@ -278,8 +295,12 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   const list: Tool<Record<string, never>, { processes: ProcessInfo[] }> = {
     name: "list_processes",
     effect: "process",
-    description: "List the started processes, running and recently finished (kept 10 minutes), with id, argv, running, exitCode, signal, startedAt and durationMs.",
+    description: full(
+      "List the started processes, running and recently finished (kept 10 minutes), with id, argv, running, exitCode, signal, startedAt and durationMs.",
+      "At most 32 finished ones are kept; startedAt is an ISO 8601 time.",
+    ),
     parameters: listParameters,
+    outputSchema: LIST_PROCESSES_OUTPUT_SCHEMA,
     validate: (input) => checked<Record<string, never>>(listParameters, input),
     async execute(_i, context: ToolContext) {
       if (context?.signal?.aborted) throw abortError(context.signal);

@@ -11,6 +11,7 @@ import type {
   MakeDirectoryOutput,
   MoveFileOutput,
   NodeProcessOutput,
+  ReadImageOutput,
   ReadOutput,
   RunCommandOutput,
   RunTestsOutput,
@@ -35,7 +36,8 @@ function fits<T extends true>(): T | undefined {
 }
 
 // The file tools: the binding's `ok` value is the tool's output.
-fits<Equal<Call<"readFile"> | Call<"readFileWindow"> extends ReadOutput ? true : false, true>>();
+// (The binding spells mimeType as a string; the TS type names the four image types.)
+fits<Equal<Call<"readFile"> | Call<"readFileWindow"> extends ReadOutput | (Omit<ReadImageOutput, "mimeType"> & { mimeType: string }) ? true : false, true>>();
 fits<Equal<keyof Call<"readFileWindow">, keyof ReadOutput>>();
 fits<SameFields<Call<"listFiles">, ListOutput>>();
 fits<SameFields<Call<"searchFiles">, SearchOutput>>();

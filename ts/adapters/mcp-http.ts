@@ -10,10 +10,12 @@ import { isIP } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { isInitializeRequest, type Implementation, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
-import { CODING_TOOLS_OPTIONS, createCodingTools, type CodingToolsOptions } from "../coding.js";
-import { checkOptions, declareOptions, option } from "../options.js";
+import { createCodingTools, type CodingToolsOptions } from "../coding.js";
+import { checkOptions } from "../options.js";
 import type { AnyTool } from "../tool.js";
-import { MCP_SERVER_OPTIONS, createMcpServer, pendingCalls } from "./mcp.js";
+// MCP_HTTP_OPTIONS is defined in mcp.ts beside MCP_SERVER_OPTIONS (mcp.ts re-exports this
+// module, so a constant read from it here at load time would not be initialized yet).
+import { MCP_HTTP_OPTIONS, createMcpServer, pendingCalls } from "./mcp.js";
 
 /** Default of `idleTimeoutMs`: a session with no request and no running call for 15 minutes is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 900_000;
@@ -89,31 +91,6 @@ interface Session {
   closed?: Promise<void>;
 }
 
-/** The options of `createMcpHttpServer` (see ts/options.ts). */
-export const MCP_HTTP_OPTIONS = declareOptions("createMcpHttpServer", {
-  instructions: MCP_SERVER_OPTIONS.instructions,
-  annotations: MCP_SERVER_OPTIONS.annotations,
-  token: option.string("the bearer token clients must send", true),
-  host: option.string("the address to bind", true),
-  port: option.integer(0, 65535, "the port to bind (0: any free port)"),
-  public: option.boolean("allow a non-loopback bind"),
-  allowOrigins: option.strings("the Origin values allowed"),
-  idleTimeoutMs: option.integer(1, Number.MAX_SAFE_INTEGER, "how long an idle session is kept"),
-  maxSessions: option.integer(1, Number.MAX_SAFE_INTEGER, "the most sessions open at once"),
-  maxBodyBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the largest request body"),
-  tools: { kind: { type: "object", spec: CODING_TOOLS_OPTIONS }, doc: "the options of each session's createCodingTools" },
-  createTools: option.function("makes each session's tools"),
-  info: option.object(
-    {
-      name: option.string("the server's name"),
-      version: option.string("its version"),
-      title: option.string("a title for people"),
-      websiteUrl: option.string("a web page"),
-    },
-    "the server's name and version",
-  ),
-  onLog: option.function("called with a line per session opened or closed"),
-} as const);
 
 /** Whether `host` names this machine's loopback interface only. */
 export function isLoopbackHost(host: string): boolean {
@@ -202,7 +179,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, max: number): Promi
  * `public: true`, an unknown option, a workspace that cannot be opened.
  */
 export function createMcpHttpServer(root: string, options: McpHttpServerOptions): McpHttpServer {
-  if (typeof options !== "object" || options === null) throw new TypeError("workcell: createMcpHttpServer needs options with a token");
+  if (options === undefined) throw new TypeError("workcell: createMcpHttpServer needs options with a token");
   checkOptions("createMcpHttpServer", MCP_HTTP_OPTIONS, options);
   const { token } = options;
   if (typeof token !== "string" || token.length < MIN_TOKEN_LENGTH) {
@@ -232,9 +209,11 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     throw new TypeError("workcell: createMcpHttpServer options.createTools must be a function");
   }
   const makeTools = options.createTools ?? ((r: string) => createCodingTools(r, options.tools));
+  const first = makeTools(root);
+  if (!Array.isArray(first)) throw new TypeError("workcell: createMcpHttpServer options.createTools must return an array of tools");
   const log = options.onLog ?? (() => undefined);
   // Open the workspace once now, so a bad root or bad tool options fail here, not per session.
-  void closeTools(makeTools(root));
+  void closeTools(first);
 
   const expected = digest(token);
   const sessions = new Map<string, Session>();
@@ -250,8 +229,8 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     sessions.delete(s.id);
     s.closed = (async () => {
       s.server.onclose = undefined;
-      await s.server.close().catch(() => undefined); // aborts its calls and waits for them
-      await closeTools(s.tools);
+      // Aborts its calls, waits for them and closes the session's tools (createMcpServer does).
+      await s.server.close().catch(() => undefined);
       log(`session ${s.id} closed (${why}); ${sessions.size} open`);
     })();
     return s.closed;
@@ -370,8 +349,7 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
       starting -= 1;
       if (!session) {
         server.onclose = undefined;
-        await server.close().catch(() => undefined);
-        await closeTools(tools);
+        await server.close().catch(() => undefined); // closes the tools too
       } else if (stopping) {
         await closeSession(session, "the server is shutting down");
       }

@@ -29,6 +29,7 @@ import { effectOf, type ToolEffect } from "../tool.js";
 import { isImageOutput } from "../image.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
+import { CODING_TOOLS_OPTIONS } from "../coding.js";
 
 export type { ToolsInput };
 
@@ -151,6 +152,32 @@ export const MCP_SERVER_OPTIONS = {
   tasks: option.boolean("let clients run long tools (taskSupport) as MCP tasks"),
   maxRunningTasks: option.integer(1, Number.MAX_SAFE_INTEGER, "the most tasks running at once"),
 } as const satisfies OptionSpecOf<McpServerOptions>;
+
+/** The options of `createMcpHttpServer` (see ts/options.ts). */
+export const MCP_HTTP_OPTIONS = {
+  instructions: MCP_SERVER_OPTIONS.instructions,
+  annotations: MCP_SERVER_OPTIONS.annotations,
+  token: option.string("the bearer token clients must send", true),
+  host: option.string("the address to bind", true),
+  port: option.integer(0, 65535, "the port to bind (0: any free port)"),
+  public: option.boolean("allow a non-loopback bind"),
+  allowOrigins: option.strings("the Origin values allowed"),
+  idleTimeoutMs: option.integer(1, Number.MAX_SAFE_INTEGER, "how long an idle session is kept"),
+  maxSessions: option.integer(1, Number.MAX_SAFE_INTEGER, "the most sessions open at once"),
+  maxBodyBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the largest request body"),
+  tools: { kind: { type: "object", spec: CODING_TOOLS_OPTIONS }, doc: "the options of each session's createCodingTools" },
+  createTools: option.function("makes each session's tools"),
+  info: option.object(
+    {
+      name: option.string("the server's name"),
+      version: option.string("its version"),
+      title: option.string("a title for people"),
+      websiteUrl: option.string("a web page"),
+    },
+    "the server's name and version",
+  ),
+  onLog: option.function("called with a line per session opened or closed"),
+} as const;
 
 /** The options of `McpStdioTransport` (see ts/options.ts). */
 export const MCP_STDIO_OPTIONS = {
@@ -283,6 +310,9 @@ export function createMcpServer(
   });
 
   pending.set(server, () => inflight.size);
+  // The tools are closed once, by whichever comes first: close() or the client disconnecting.
+  let toolsClosed: Promise<void> | undefined;
+  const closeToolsOnce = (): Promise<void> => (toolsClosed ??= registry.close());
   const close = server.close.bind(server);
   server.close = async () => {
     // The calls still running get an error answer before their signals abort (an aborted
@@ -297,7 +327,7 @@ export function createMcpServer(
     await close(); // aborts every running handler's signal
     await Promise.allSettled([...inflight]);
     taskStore?.inner.cleanup();
-    await registry.close();
+    await closeToolsOnce();
   };
   // When the client disconnects, the tools are closed: no process session outlives it.
   const connect = server.connect.bind(server);
@@ -306,7 +336,7 @@ export function createMcpServer(
     const onclose = transport.onclose;
     transport.onclose = () => {
       onclose?.();
-      void Promise.allSettled([...inflight]).then(() => registry.close());
+      void Promise.allSettled([...inflight]).then(closeToolsOnce);
     };
   };
   return server;
