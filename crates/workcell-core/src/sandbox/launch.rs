@@ -26,6 +26,8 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::sync::Mutex;
 
+use super::cgroup::Leaf;
+use super::limits::ChildLimits;
 use super::pidns::{self, IArgs, NsPlan};
 use super::sys;
 use crate::process::{LaunchIo, Launcher};
@@ -83,6 +85,10 @@ pub struct Launch {
     namespaces: Option<NsPlan>,
     /// `oom_score_adj` 1000 for the program (every confined process).
     oom: bool,
+    /// The resource limits the program's process applies to itself before exec.
+    limits: Option<ChildLimits>,
+    /// The call's cgroups: handed to the process machinery after the launch.
+    cgroups: Option<Leaf>,
     probe: bool,
 }
 
@@ -94,13 +100,20 @@ impl std::fmt::Debug for Launch {
 
 impl Launch {
     pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>, oom: bool) -> Self {
-        Launch { ruleset, namespaces, oom, probe: false }
+        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false }
+    }
+
+    /// With resource limits, and the cgroups they join (kept until the tree is gone).
+    pub fn with_limits(mut self, limits: Option<ChildLimits>, cgroups: Option<Leaf>) -> Self {
+        self.limits = limits;
+        self.cgroups = cgroups;
+        self
     }
 
     /// A launcher whose program's process reports, through its exit code, how far it got in the
     /// namespace instead of exec'ing ([`super::probe`]).
     pub(super) fn probe() -> Self {
-        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, probe: true }
+        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true }
     }
 }
 
@@ -113,6 +126,7 @@ struct CArgs<'a> {
     ruleset: RawFd,
     namespaces: Option<&'a NsPlan>,
     oom: bool,
+    limits: Option<&'a ChildLimits>,
     exec: Option<&'a Exec>,
     init_stack: *mut libc::c_void,
     main_stack: *mut libc::c_void,
@@ -133,6 +147,7 @@ impl Launcher for Launch {
             ruleset: self.ruleset.as_ref().map_or(-1, |f| f.as_raw_fd()),
             namespaces: self.namespaces.as_ref(),
             oom: self.oom,
+            limits: self.limits.as_ref(),
             exec: (!self.probe).then_some(&exec),
             init_stack: stacks.top(1),
             main_stack: stacks.top(2),
@@ -198,6 +213,10 @@ impl Launcher for Launch {
         }
         Ok(pid)
     }
+
+    fn resources(self: Box<Self>) -> Option<Box<dyn std::any::Any + Send>> {
+        self.cgroups.map(|c| Box::new(c) as Box<dyn std::any::Any + Send>)
+    }
 }
 
 fn pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
@@ -231,6 +250,11 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         let Some(plan) = a.namespaces else {
             // No namespace: this process is the program.
+            if let Some(limits) = a.limits {
+                if let Err(e) = limits.apply() {
+                    fail(e);
+                }
+            }
             if a.ruleset >= 0 {
                 if let Err(e) = super::landlock::add_self_rule(a.ruleset).and_then(|()| super::landlock::restrict(a.ruleset)) {
                     fail(e);
@@ -260,6 +284,7 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             main_stack: a.main_stack,
             core_limit: core,
             oom: a.oom,
+            limits: a.limits,
             main_status: 0,
             main_done: false,
         };
