@@ -855,3 +855,4 @@ module.exports.processReaper = nativeBinding.processReaper
 module.exports.reservedEnv = nativeBinding.reservedEnv
 module.exports.sandboxFeatures = nativeBinding.sandboxFeatures
 module.exports.sandboxGrantPath = nativeBinding.sandboxGrantPath
+module.exports.sandboxLimits = nativeBinding.sandboxLimits

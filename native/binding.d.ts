@@ -246,6 +246,8 @@ export interface NodeProcessOptions {
   writePaths?: Array<string>
   /** Simulate a system with fewer sandbox features. */
   sandboxLimit?: SandboxFeatureLimit
+  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
+  limits?: SandboxLimits
   /** The host's Node.js permission model, when it has one. */
   nodePermission?: NodePermissionSupport
 }
@@ -323,6 +325,8 @@ export interface RunCommandOptions {
   writePaths?: Array<string>
   /** Simulate a system with fewer sandbox features. */
   sandboxLimit?: SandboxFeatureLimit
+  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
+  limits?: SandboxLimits
 }
 
 export interface RunCommandResult {
@@ -370,6 +374,8 @@ export interface RunTestsOptions {
   writePaths?: Array<string>
   /** Simulate a system with fewer sandbox features. */
   sandboxLimit?: SandboxFeatureLimit
+  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
+  limits?: SandboxLimits
 }
 
 export interface RunTestsResult {
@@ -399,6 +405,8 @@ export interface SandboxFeatureLimit {
   pidNamespace?: boolean
   userNamespace?: boolean
   procMount?: boolean
+  /** `false`: a system where the host can create no cgroup. */
+  cgroups?: boolean
 }
 
 /** Probes (once per process) what the sandbox can use here. */
@@ -418,6 +426,34 @@ export interface SandboxFeatures {
  */
 export declare function sandboxGrantPath(path: string): string
 
+/** One cap as enforced. */
+export interface SandboxLimitReport {
+  max: number
+  /** `"rlimit"`, `"cgroup-v2"`, `"cgroup-v1"` or `"none"`. */
+  by: string
+}
+
+/**
+ * The caps `limits` asks for, with the defaults filled in (processes 512, half the physical
+ * memory rounded down to a whole MiB, 4 GiB per file); throws with a message for the host when
+ * one is unusable.
+ */
+export declare function sandboxLimits(limits?: SandboxLimits | undefined | null): SandboxLimits
+
+/** The resource caps of a confined tree (`limits`); a missing one takes its default. */
+export interface SandboxLimits {
+  processes?: number
+  memoryBytes?: number
+  fileBytes?: number
+}
+
+/** The caps of a call and how each was enforced (`sandbox.limits`). */
+export interface SandboxLimitsReport {
+  processes: SandboxLimitReport
+  memoryBytes: SandboxLimitReport
+  fileBytes: SandboxLimitReport
+}
+
 /** What confined a child: the `sandbox` field of a result. */
 export interface SandboxReport {
   landlockAbi?: number
@@ -428,6 +464,7 @@ export interface SandboxReport {
   /** `"namespace"` or `"group"`. */
   processes: string
   nodePermission: boolean
+  limits: SandboxLimitsReport
 }
 
 export interface SearchArgs {

@@ -42,6 +42,8 @@ pub struct RunCommandOptions {
     pub write_paths: Option<Vec<String>>,
     /// Simulate a system with fewer sandbox features.
     pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The resource caps of the tree (defaults filled in by `sandboxLimits`).
+    pub limits: Option<crate::sandbox::SandboxLimits>,
 }
 
 #[napi(object)]
@@ -91,7 +93,7 @@ fn options(o: RunCommandOptions) -> napi::Result<CommandOptions> {
     set_bytes(&mut opts.tail_bytes, o.output_tail_bytes);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
     validated(opts, CommandOptions::validate)
 }
 

@@ -57,6 +57,8 @@ pub struct NodeProcessOptions {
     pub write_paths: Option<Vec<String>>,
     /// Simulate a system with fewer sandbox features.
     pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The resource caps of the tree (defaults filled in by `sandboxLimits`).
+    pub limits: Option<crate::sandbox::SandboxLimits>,
     /// The host's Node.js permission model, when it has one.
     pub node_permission: Option<NodePermissionSupport>,
 }
@@ -110,7 +112,7 @@ fn options(o: NodeProcessOptions) -> napi::Result<NodeOptions> {
     opts.path = o.path.map(Into::into);
     opts.env = env_of(o.env);
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
     opts.node_permission = crate::sandbox::node_permission(o.node_permission);
     validated(opts, NodeOptions::validate)
 }

@@ -45,6 +45,8 @@ pub struct RunTestsOptions {
     pub write_paths: Option<Vec<String>>,
     /// Simulate a system with fewer sandbox features.
     pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The resource caps of the tree (defaults filled in by `sandboxLimits`).
+    pub limits: Option<crate::sandbox::SandboxLimits>,
 }
 
 #[napi(object)]
@@ -108,7 +110,7 @@ fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     opts.go_mod_cache = o.go_mod_cache.map(Into::into);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
     validated(opts, TestsOptions::validate)
 }
 

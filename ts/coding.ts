@@ -5,6 +5,7 @@ import { createSearchTool, type SearchToolOptions } from "./search.js";
 import { createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
 import { createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
 import type { AnyTool } from "./tool.js";
+import type { SandboxLimitOptions } from "./sandbox.js";
 import { createWriteTool, type WriteToolOptions } from "./write.js";
 import { createEditTool, type EditToolOptions } from "./edit.js";
 import type { WriteGuardOptions } from "./guard.js";
@@ -52,6 +53,8 @@ export interface ProcessToolDefaults {
   readPaths?: readonly string[];
   /** Absolute paths the processes may also read and write (the sandbox's `writePaths`). */
   writePaths?: readonly string[];
+  /** Resource caps on each call's process tree (the sandbox's `limits`). */
+  limits?: SandboxLimitOptions;
 }
 
 /** All of workcell's tools for one workspace root. */
@@ -62,6 +65,7 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     sandbox: options.processes?.sandbox,
     readPaths: options.processes?.readPaths,
     writePaths: options.processes?.writePaths,
+    limits: options.processes?.limits,
   };
   return [
     createReadTool(root, options.read),

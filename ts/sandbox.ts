@@ -3,7 +3,7 @@
 // (crates/workcell-core/src/sandbox/); this file only checks shapes and canonicalizes paths at
 // creation.
 import { binding } from "./native.js";
-import type { NodePermissionSupport, SandboxFeatureLimit } from "../native/binding.js";
+import type { NodePermissionSupport, SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
 export type SandboxMode = "auto" | "required" | "off";
@@ -28,6 +28,41 @@ export interface SandboxToolOptions {
    * `landlockAbi: null` is a kernel without Landlock. Never adds a feature.
    */
   sandboxFeatures?: SandboxFeatureOverride;
+  /**
+   * Resource caps on the whole process tree of a call (see {@link SandboxLimitOptions}); each
+   * missing cap takes its default ({@link sandboxLimitDefaults}).
+   */
+  limits?: SandboxLimitOptions;
+}
+
+/** Resource caps of a confined process tree. */
+export interface SandboxLimitOptions {
+  /** Processes and threads at once (default 512). */
+  processes?: number;
+  /** Memory of the tree, in bytes (default half the physical memory, rounded down to a whole MiB; at least 64 MiB). */
+  memoryBytes?: number;
+  /** Size of any one file a process writes, in bytes (default 4 GiB). */
+  fileBytes?: number;
+}
+
+/** How one cap was enforced. */
+export interface SandboxLimitReport {
+  max: number;
+  /** `"rlimit"` (a resource limit on each process), `"cgroup-v2"` / `"cgroup-v1"` (the whole tree), `"none"` (not enforced). */
+  by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
+}
+
+/** The caps of a call (`sandbox.limits`). */
+export interface SandboxLimitsReport {
+  processes: SandboxLimitReport;
+  memoryBytes: SandboxLimitReport;
+  fileBytes: SandboxLimitReport;
+}
+
+/** The default caps on this machine, from the core. */
+export function sandboxLimitDefaults(): Required<SandboxLimitOptions> {
+  const d = binding.sandboxLimits(undefined);
+  return { processes: d.processes!, memoryBytes: d.memoryBytes!, fileBytes: d.fileBytes! };
 }
 
 export interface SandboxFeatureOverride {
@@ -35,6 +70,8 @@ export interface SandboxFeatureOverride {
   pidNamespace?: boolean;
   userNamespace?: boolean;
   procMount?: boolean;
+  /** `false`: a system where the host can create no cgroup. */
+  cgroups?: boolean;
 }
 
 /** What confined a call's processes (the `sandbox` field of a result). */
@@ -49,6 +86,8 @@ export interface SandboxReport {
   processes: "namespace" | "group";
   /** Whether Node.js's permission model also checked the script's own file access. */
   nodePermission: boolean;
+  /** The resource caps and how each was enforced. */
+  limits: SandboxLimitsReport;
 }
 
 /** The sandbox features this system offers (probed once per process). */
@@ -76,6 +115,7 @@ export interface NativeSandboxOptions {
   readPaths: string[];
   writePaths: string[];
   sandboxLimit?: SandboxFeatureLimit;
+  limits: SandboxLimits;
 }
 
 function grantPaths(factory: string, name: string, value: unknown): string[] {
@@ -106,6 +146,7 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
     network: options.network ?? false,
     readPaths: grantPaths(factory, "readPaths", options.readPaths),
     writePaths: grantPaths(factory, "writePaths", options.writePaths),
+    limits: limitOptions(factory, options.limits),
   };
   const f = options.sandboxFeatures;
   if (f !== undefined) {
@@ -114,7 +155,7 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
     if (abi !== undefined && abi !== null && !(Number.isSafeInteger(abi) && abi >= 0 && abi < 2 ** 32)) {
       throw new TypeError(`workcell: ${factory} option sandboxFeatures.landlockAbi must be a non-negative integer or null`);
     }
-    for (const k of ["pidNamespace", "userNamespace", "procMount"] as const) {
+    for (const k of ["pidNamespace", "userNamespace", "procMount", "cgroups"] as const) {
       if (f[k] !== undefined && typeof f[k] !== "boolean") {
         throw new TypeError(`workcell: ${factory} option sandboxFeatures.${k} must be a boolean`);
       }
@@ -124,9 +165,30 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
       pidNamespace: f.pidNamespace,
       userNamespace: f.userNamespace,
       procMount: f.procMount,
+      cgroups: f.cgroups,
     };
   }
   return result;
+}
+
+/** Checks `limits` (shape here, ranges in the core) and fills in the defaults. */
+function limitOptions(factory: string, value: unknown): SandboxLimits {
+  if (value === undefined) return binding.sandboxLimits(undefined);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`workcell: ${factory} option limits must be an object { processes?, memoryBytes?, fileBytes? }`);
+  }
+  const v = value as Record<string, unknown>;
+  for (const k of Object.keys(v)) {
+    if (!["processes", "memoryBytes", "fileBytes"].includes(k)) throw new TypeError(`workcell: ${factory} option limits has an unknown key ${JSON.stringify(k)}`);
+    if (v[k] !== undefined && !(typeof v[k] === "number" && Number.isSafeInteger(v[k]))) {
+      throw new TypeError(`workcell: ${factory} option limits.${k} must be an integer`);
+    }
+  }
+  try {
+    return binding.sandboxLimits({ processes: v.processes as number | undefined, memoryBytes: v.memoryBytes as number | undefined, fileBytes: v.fileBytes as number | undefined });
+  } catch (err) {
+    throw new TypeError(`${(err as Error).message} (${factory})`);
+  }
 }
 
 let permission: NodePermissionSupport | null | undefined;
@@ -155,13 +217,16 @@ export function toSandboxReport(r: {
   network: string;
   processes: string;
   nodePermission: boolean;
+  limits: { processes: { max: number; by: string }; memoryBytes: { max: number; by: string }; fileBytes: { max: number; by: string } };
 }): SandboxReport {
+  const limit = (l: { max: number; by: string }): SandboxLimitReport => ({ max: l.max, by: l.by as SandboxLimitReport["by"] });
   return {
     landlockAbi: r.landlockAbi ?? null,
     filesystem: r.filesystem as SandboxReport["filesystem"],
     network: r.network as SandboxReport["network"],
     processes: r.processes as SandboxReport["processes"],
     nodePermission: r.nodePermission,
+    limits: { processes: limit(r.limits.processes), memoryBytes: limit(r.limits.memoryBytes), fileBytes: limit(r.limits.fileBytes) },
   };
 }
 

@@ -21,8 +21,8 @@ pub const DEFAULT_FILE_BYTES: u64 = 4 << 30;
 pub const MIN_MEMORY_BYTES: u64 = 64 << 20;
 /// Largest process cap a host may configure (Linux's largest pid_max).
 pub const MAX_PROCESSES: u64 = 4_194_304;
-/// Largest value of any limit (what `RLIMIT_INFINITY` is not).
-pub const MAX_BYTES: u64 = i64::MAX as u64;
+/// Largest byte cap (2^53 - 1: exact as a JavaScript number).
+pub const MAX_BYTES: u64 = (1 << 53) - 1;
 
 const MIB: u64 = 1 << 20;
 
