@@ -17,14 +17,14 @@ export const MEMORY_CAP = 256 << 20;
 export const WRITE_BOUND = 32 << 20;
 export const WRITE_CAP = 16 << 20;
 
-// What every script prints first: its oom score and the cgroups it is in (to check they are gone
+// What every script writes first (info.json): its oom score and the cgroups it is in (to check they are gone
 // after the call), read by a child (Node's permission model keeps /proc from the script itself;
 // a child has the same cgroups and inherits the score).
 const PRELUDE = `const fs = require("fs");
 const { execFileSync } = require("child_process");
 const cat = (f) => execFileSync("/bin/cat", [f], { encoding: "utf8" });
 const info = { oom: cat("/proc/self/oom_score_adj").trim(), cgroups: cat("/proc/self/cgroup") };
-console.log("INFO " + JSON.stringify(info));
+fs.writeFileSync("info.json", JSON.stringify(info));
 `;
 
 export const ATTACKS = {
@@ -72,13 +72,13 @@ console.log("RESULT " + JSON.stringify({ written, error }));`,
   },
 };
 
-/** The lines a script printed after `INFO ` and `RESULT `. */
+/** What a script printed after `RESULT `. */
 function parse(stdout) {
   const get = (tag) => {
     const line = stdout.split("\n").find((l) => l.startsWith(tag + " "));
     return line ? JSON.parse(line.slice(tag.length + 1)) : null;
   };
-  return { info: get("INFO"), result: get("RESULT") };
+  return { result: get("RESULT") };
 }
 
 /** The per-call cgroup directories named in a /proc/<pid>/cgroup text. */
@@ -113,6 +113,10 @@ async function runNode(root, source, limits, extra = {}) {
   ticking = false;
   const stdout = out?.stdout ?? error?.details?.stdout ?? "";
   const parsed = parse(stdout);
+  // The script's own view, written to the workspace (also there after a cancellation).
+  const infoFile = join(root, "info.json");
+  parsed.info = existsSync(infoFile) ? JSON.parse(readFileSync(infoFile, "utf8")) : null;
+  rmSync(infoFile, { force: true });
   const cgroups = callCgroups(parsed.info?.cgroups);
   return {
     exitCode: out?.exitCode ?? null,
@@ -140,7 +144,7 @@ export async function runAll() {
     }
     // A file written by a shell program: SIGXFSZ would kill it where Node ignores it itself.
     const cmd = lib.createRunCommandTool(root, { limits: { fileBytes: WRITE_CAP } });
-    const out = await cmd.execute({ argv: ["/bin/sh", "-c", `head -c ${WRITE_BOUND} /dev/zero > big.bin; echo "rc=$?"; wc -c < big.bin; rm -f big.bin`] }, {});
+    const out = await cmd.execute({ argv: ["sh", "-c", `head -c ${WRITE_BOUND} /dev/zero > big.bin; echo "rc=$?"; wc -c < big.bin; rm -f big.bin`] }, {});
     results.shellWriter = { exitCode: out.exitCode, signal: out.signal, output: out.output, sandbox: out.sandbox };
     // Timeout and cancellation with processes left running: the cgroups go all the same.
     const hang = `${PRELUDE}
