@@ -12,6 +12,8 @@ import { describe, expect, test } from "vitest";
 import { createCodingTools, createNodeProcessTool, createRunCommandTool, createRunTestsTool, sandboxLimitDefaults, sandboxSupport, ToolError } from "../dist/index.js";
 import { FORK_BOUND, FORK_CAP, MEMORY_BOUND, MEMORY_CAP, WRITE_BOUND, WRITE_CAP, runAll } from "./limits-runner.mjs";
 import { ctx, tempWorkspace } from "./helpers.js";
+import * as lib from "../dist/index.js";
+import { ATTACKS, TOOLS, runAttack } from "./sandbox-attacks.mjs";
 
 const features = sandboxSupport();
 const namespaced = features.pidNamespace && features.userNamespace;
@@ -125,6 +127,20 @@ describe.skipIf(!namespaced)("resource limits against hostile children", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 240_000);
+});
+
+describe.skipIf(process.getuid?.() !== 0 || !features.pidNamespace)("without a PID namespace", () => {
+  test("the call's cgroups still kill a setsid grandchild that left the process group", async () => {
+    const attack = (ATTACKS as any[]).find((a) => a.name.startsWith("start a setsid grandchild"));
+    for (const tool of Object.keys(TOOLS).filter((t) => attack[t])) {
+      const grouped = await runAttack(lib, tool, attack, { sandboxFeatures: { pidNamespace: false, cgroups: false } });
+      expect([tool, grouped.escaped]).toEqual([tool, true]);
+      const contained = await runAttack(lib, tool, attack, { sandboxFeatures: { pidNamespace: false } });
+      expect([tool, contained.escaped]).toEqual([tool, false]);
+      expect(contained.output.sandbox.limits.processes.by).toMatch(/^cgroup-v[12]$/);
+      expect([...grouped.leftovers, ...contained.leftovers]).toEqual([]);
+    }
+  }, 120_000);
 });
 
 describe("the limits option", () => {
