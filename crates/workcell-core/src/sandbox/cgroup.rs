@@ -46,8 +46,32 @@ impl Support {
             let cgroup = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
             let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
             let found = find(&cgroup, &mountinfo);
-            Support { memory: found.memory.filter(|p| usable(p, "memory")), pids: found.pids.filter(|p| usable(p, "pids")) }
+            let support = Support { memory: found.memory.filter(|p| usable(p, "memory")), pids: found.pids.filter(|p| usable(p, "pids")) };
+            for place in support.memory.iter().chain(&support.pids) {
+                remove_stale(&place.dir);
+            }
+            support
         })
+    }
+}
+
+/// How old an empty leaf must be before a later host removes it.
+const STALE: Duration = Duration::from_secs(60);
+
+/// Removes the empty leaves a host left behind in `dir` (it was killed before its drop ran, or
+/// exited while a leaf was still being emptied). Only `workcell-<hex>` leaves older than
+/// [`STALE`]: a leaf in use is never empty that long after its creation (the program joins it
+/// within milliseconds) and `rmdir` refuses a leaf with processes in it.
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten().take(4096) {
+        if !is_leaf_name(&e.file_name()) {
+            continue;
+        }
+        let old = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STALE);
+        if old {
+            let _ = fs::remove_dir(e.path());
+        }
     }
 }
 
@@ -200,8 +224,9 @@ fn open_procs(dir: &Path) -> io::Result<OwnedFd> {
     Ok(f.into())
 }
 
-/// How long a drop waits for a leaf to empty before leaving it to a background thread.
-const REMOVE_WAIT: Duration = Duration::from_millis(500);
+/// How long a drop waits for a leaf to empty before leaving it to a background thread (the
+/// tree is already killed: this is the kernel finishing its exits on a loaded machine).
+const REMOVE_WAIT: Duration = Duration::from_secs(2);
 /// How long the background thread keeps trying.
 const REMOVE_BACKGROUND: Duration = Duration::from_secs(30);
 
@@ -283,6 +308,27 @@ mod tests {
         assert_eq!(find("4:memory:/outer/x\n", mountinfo).memory.unwrap().dir, PathBuf::from("/sys/fs/cgroup/memory/x"));
         assert_eq!(find("4:memory:/outer/../x\n", mountinfo).memory, None);
         assert_eq!(find("4:cpu:/\n", mountinfo).memory, None);
+    }
+
+    #[test]
+    fn only_old_empty_leaves_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join(crate::temp_name::random_name("workcell-", 8));
+        let old = dir.path().join(crate::temp_name::random_name("workcell-", 8));
+        let busy = dir.path().join(crate::temp_name::random_name("workcell-", 8));
+        let other = dir.path().join("workcell-other");
+        for d in [&fresh, &old, &busy, &other] {
+            fs::create_dir(d).unwrap();
+        }
+        // A leaf with something in it stands for one with processes (rmdir refuses both).
+        fs::write(busy.join("cgroup.procs"), "1").unwrap();
+        let past = std::time::SystemTime::now() - Duration::from_secs(120);
+        for d in [&old, &busy, &other] {
+            fs::File::open(d).unwrap().set_modified(past).unwrap();
+        }
+        remove_stale(dir.path());
+        assert!(fresh.exists() && busy.exists() && other.exists());
+        assert!(!old.exists());
     }
 
     #[test]
