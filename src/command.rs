@@ -46,6 +46,8 @@ pub struct RunCommandOptions {
     pub sandbox_limit: Option<SandboxFeatureLimit>,
     /// The process table whose sessions' ports this tool's processes may connect to.
     pub port_group: Option<u32>,
+    /// The resource caps of the tree (defaults filled in by `sandboxLimits`).
+    pub limits: Option<crate::sandbox::SandboxLimits>,
 }
 
 #[napi(object)]
@@ -98,7 +100,7 @@ fn options(o: RunCommandOptions) -> napi::Result<CommandOptions> {
     set_bytes(&mut opts.tail_bytes, o.output_tail_bytes);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
     crate::sandbox::connect_to_group(&mut opts.sandbox, o.port_group);
     validated(opts, CommandOptions::validate)
 }

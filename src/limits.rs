@@ -20,3 +20,11 @@ pub const MAX_WRITE_BYTES: u32 = workcell_core::write::MAX_WRITE_BYTES as u32;
 pub fn reserved_env() -> Vec<String> {
     workcell_core::host_config::RESERVED_ENV.iter().map(|s| s.to_string()).collect()
 }
+
+/// Most processes `limits.processes` may allow.
+#[napi]
+pub const SANDBOX_MAX_PROCESSES: u32 = workcell_core::sandbox::limits::MAX_PROCESSES as u32;
+
+/// Smallest `limits.memoryBytes` (64 MiB: less does not start Node).
+#[napi]
+pub const SANDBOX_MIN_MEMORY_BYTES: u32 = workcell_core::sandbox::limits::MIN_MEMORY_BYTES as u32;

@@ -61,6 +61,8 @@ pub struct NodeProcessOptions {
     pub sandbox_limit: Option<SandboxFeatureLimit>,
     /// The process table whose sessions' ports this tool's processes may connect to.
     pub port_group: Option<u32>,
+    /// The resource caps of the tree (defaults filled in by `sandboxLimits`).
+    pub limits: Option<crate::sandbox::SandboxLimits>,
     /// The host's Node.js permission model, when it has one.
     pub node_permission: Option<NodePermissionSupport>,
 }
@@ -117,7 +119,7 @@ fn options(o: NodeProcessOptions) -> napi::Result<NodeOptions> {
     opts.path = o.path.map(Into::into);
     opts.env = env_of(o.env);
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
     crate::sandbox::connect_to_group(&mut opts.sandbox, o.port_group);
     opts.node_permission = crate::sandbox::node_permission(o.node_permission);
     validated(opts, NodeOptions::validate)

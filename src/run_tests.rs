@@ -49,6 +49,8 @@ pub struct RunTestsOptions {
     pub sandbox_limit: Option<SandboxFeatureLimit>,
     /// The process table whose sessions' ports this tool's processes may connect to.
     pub port_group: Option<u32>,
+    /// The resource caps of the tree (defaults filled in by `sandboxLimits`).
+    pub limits: Option<crate::sandbox::SandboxLimits>,
 }
 
 #[napi(object)]
@@ -115,7 +117,7 @@ fn options(o: RunTestsOptions) -> napi::Result<TestsOptions> {
     opts.go_mod_cache = o.go_mod_cache.map(Into::into);
     opts.scratch_parent = o.scratch_dir.into();
     opts.reaper = reaper_of(o.reaper)?;
-    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
     crate::sandbox::connect_to_group(&mut opts.sandbox, o.port_group);
     validated(opts, TestsOptions::validate)
 }

@@ -1,7 +1,7 @@
 //! The sandbox's options, report and probe, as JS values.
 
 use napi_derive::napi;
-use workcell_core::sandbox::{self, Features, Mode, NodePermission, Report, SandboxOptions};
+use workcell_core::sandbox::{self, Enforced, Features, Limits, LimitsReport, Mode, NodePermission, Report, SandboxOptions};
 
 /// Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
 /// only take away from what the probe found.
@@ -12,6 +12,67 @@ pub struct SandboxFeatureLimit {
     pub pid_namespace: Option<bool>,
     pub user_namespace: Option<bool>,
     pub proc_mount: Option<bool>,
+    /// `false`: a system where the host can create no cgroup.
+    pub cgroups: Option<bool>,
+}
+
+/// The resource caps of a confined tree (`limits`); a missing one takes its default.
+#[napi(object)]
+pub struct SandboxLimits {
+    pub processes: Option<f64>,
+    pub memory_bytes: Option<f64>,
+    pub file_bytes: Option<f64>,
+}
+
+/// One cap as enforced.
+#[napi(object)]
+pub struct SandboxLimitReport {
+    pub max: f64,
+    /// `"rlimit"`, `"cgroup-v2"`, `"cgroup-v1"` or `"none"`.
+    pub by: String,
+}
+
+/// The caps of a call and how each was enforced (`sandbox.limits`).
+#[napi(object)]
+pub struct SandboxLimitsReport {
+    pub processes: SandboxLimitReport,
+    pub memory_bytes: SandboxLimitReport,
+    pub file_bytes: SandboxLimitReport,
+}
+
+impl From<LimitsReport> for SandboxLimitsReport {
+    fn from(r: LimitsReport) -> Self {
+        let one = |e: Enforced| SandboxLimitReport { max: e.max as f64, by: e.by.as_str().into() };
+        SandboxLimitsReport { processes: one(r.processes), memory_bytes: one(r.memory_bytes), file_bytes: one(r.file_bytes) }
+    }
+}
+
+fn limits_of(l: Option<SandboxLimits>) -> napi::Result<Limits> {
+    let d = Limits::default();
+    let Some(l) = l else { return Ok(d) };
+    let whole = |name: &str, v: Option<f64>, default: u64| -> napi::Result<u64> {
+        match v {
+            None => Ok(default),
+            Some(v) if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= sandbox::limits::MAX_BYTES as f64 => Ok(v as u64),
+            Some(v) => Err(crate::process_tool::host_error(format_args!("limits.{name} must be a non-negative integer, got {v}"))),
+        }
+    };
+    let limits = Limits {
+        processes: whole("processes", l.processes, d.processes)?,
+        memory_bytes: whole("memoryBytes", l.memory_bytes, d.memory_bytes)?,
+        file_bytes: whole("fileBytes", l.file_bytes, d.file_bytes)?,
+    };
+    limits.validate().map_err(crate::process_tool::host_error)?;
+    Ok(limits)
+}
+
+/// The caps `limits` asks for, with the defaults filled in (processes 512, half the physical
+/// memory rounded down to a whole MiB, 4 GiB per file); throws with a message for the host when
+/// one is unusable.
+#[napi]
+pub fn sandbox_limits(limits: Option<SandboxLimits>) -> napi::Result<SandboxLimits> {
+    let l = limits_of(limits)?;
+    Ok(SandboxLimits { processes: Some(l.processes as f64), memory_bytes: Some(l.memory_bytes as f64), file_bytes: Some(l.file_bytes as f64) })
 }
 
 /// What the host's Node.js offers for its permission model.
@@ -34,6 +95,7 @@ pub struct SandboxReport {
     /// `"namespace"` or `"group"`.
     pub processes: String,
     pub node_permission: bool,
+    pub limits: SandboxLimitsReport,
 }
 
 impl From<Report> for SandboxReport {
@@ -44,6 +106,7 @@ impl From<Report> for SandboxReport {
             network: r.network.as_str().into(),
             processes: r.processes.as_str().into(),
             node_permission: r.node_permission,
+            limits: r.limits.into(),
         }
     }
 }
@@ -104,11 +167,13 @@ pub(crate) fn options(
     read_paths: Option<Vec<String>>,
     write_paths: Option<Vec<String>>,
     limit: Option<SandboxFeatureLimit>,
+    limits: Option<SandboxLimits>,
 ) -> napi::Result<SandboxOptions> {
     let mode = match mode {
         None => Mode::Auto,
         Some(m) => Mode::parse(&m).ok_or_else(|| crate::process_tool::host_error(format_args!("unknown sandbox mode {m:?}")))?,
     };
+    let no_cgroups = limit.as_ref().is_some_and(|l| l.cgroups == Some(false));
     let limit = limit.map(|l| Features {
         landlock_abi: Some(l.landlock_abi.unwrap_or(u32::MAX)),
         pid_namespace: l.pid_namespace.unwrap_or(true),
@@ -128,6 +193,8 @@ pub(crate) fn options(
         read_paths: read_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
         write_paths: write_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
         limit,
+        limits: limits_of(limits)?,
+        no_cgroups,
         ..SandboxOptions::default()
     })
 }

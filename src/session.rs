@@ -32,6 +32,8 @@ pub struct ProcessToolsOptions {
     /// `network: { allow }`: the hosts the processes may reach through the filtering proxy.
     pub network_allow: Option<Vec<String>>,
     pub sandbox_limit: Option<SandboxFeatureLimit>,
+    /// The resource caps of each process tree (defaults filled in by `sandboxLimits`).
+    pub limits: Option<crate::sandbox::SandboxLimits>,
     /// TCP ports a session may ask for.
     pub ports: Option<Vec<u32>>,
     pub max_processes: Option<u32>,
@@ -62,7 +64,7 @@ fn options(o: ProcessToolsOptions) -> napi::Result<SessionOptions> {
     set_ms(&mut opts.command.max_timeout, o.max_timeout_ms);
     opts.command.scratch_parent = o.scratch_dir.into();
     opts.command.reaper = reaper_of(o.reaper)?;
-    opts.command.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit)?;
+    opts.command.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
     let mut ports = Vec::new();
     for p in o.ports.unwrap_or_default() {
         if p == 0 || p > 65535 {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ToolError, ToolRegistry, createCodingTools, createRunTestsTool, executeToolCall, isAbortError, sandboxSupport } from "../dist/index.js";
 import type { RunTestsOutput } from "../dist/index.js";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
+import { defaultLimitsReport } from "./limits-helpers.js";
 import { expectNoneAlive, marker, peakRssGrowth, withScratch } from "./process-helpers.js";
 
 const REPO = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -29,6 +30,7 @@ const CONFINED = {
   network: (features.landlockAbi ?? 0) >= 4 ? "blocked" : "open",
   processes: features.pidNamespace && features.userNamespace ? "namespace" : "group",
   nodePermission: false,
+  limits: defaultLimitsReport(),
 };
 
 type Files = Record<string, string>;

@@ -15,9 +15,10 @@ import { ToolError, createCodingTools, createNodeProcessTool, createRunTestsTool
 import { ATTACKS as ATTACK_TABLE, LEGIT as LEGIT_TABLE, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
 import { aliveWith, marker, scriptLeftovers } from "./process-helpers.js";
+import { defaultLimitsReport } from "./limits-helpers.js";
 
 const features = sandboxSupport();
-const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true };
+const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true, limits: defaultLimitsReport() };
 const HAS_CARGO = spawnSync("sh", ["-c", "command -v cargo"]).status === 0;
 // The tables are plain JavaScript (they also run in a separate host process): rows are indexed
 // by tool name.
@@ -33,7 +34,7 @@ describe.each(Object.keys(TOOLS))("%s: hostile children", (tool) => {
     }
     const off = await runAttack(lib, tool, attack, { sandbox: "off" });
     expect(off.escaped, `without the sandbox the attack must succeed: ${off.output.stdout}${off.output.stderr}`).toBe(true);
-    expect(off.output.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false });
+    expect(off.output.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false, limits: defaultLimitsReport("off") });
     const auto = await runAttack(lib, tool, attack, {});
     expect(auto.escaped, `under "auto" the attack must fail: ${auto.output.stdout}${auto.output.stderr}`).toBe(false);
     expect(auto.leftovers).toEqual([]);
@@ -43,13 +44,16 @@ describe.each(Object.keys(TOOLS))("%s: hostile children", (tool) => {
 
 // Each layer on its own: on a simulated kernel missing some features, an attack escapes
 // exactly when no remaining layer covers it (so `needs` is honest, and so are the reports).
-const SIMULATED: readonly { landlockAbi?: number | null; pidNamespace?: boolean; procMount?: boolean }[] = [
+// Without a namespace, the limits' cgroups (where the host can make them) would also kill a
+// process that left the group: those rows simulate no cgroup either (test/sandbox-limits.test.ts
+// has the row with them).
+const SIMULATED: readonly { landlockAbi?: number | null; pidNamespace?: boolean; procMount?: boolean; cgroups?: boolean }[] = [
   { landlockAbi: null },
   { landlockAbi: 3 },
   { landlockAbi: 5 },
-  { pidNamespace: false },
+  { pidNamespace: false, cgroups: false },
   { procMount: false },
-  { landlockAbi: null, pidNamespace: false },
+  { landlockAbi: null, pidNamespace: false, cgroups: false },
 ];
 
 describe.each(Object.keys(TOOLS))("%s: one layer missing at a time", (tool) => {
@@ -195,7 +199,7 @@ describe("sandbox modes and options", () => {
     const auto = createNodeProcessTool(root, { timeoutMs: 10_000, sandboxFeatures: noLandlock });
     const out = await auto.execute({ source: "console.log('ran')" }, ctx());
     expect(out.stdout).toBe("ran\n");
-    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "namespace", nodePermission: true });
+    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "namespace", nodePermission: true, limits: defaultLimitsReport() });
   });
 
   test("without Landlock a native addon is refused: the permission model is then the only layer and an addon runs outside it", async () => {
@@ -233,7 +237,7 @@ describe("sandbox modes and options", () => {
     const off = createNodeProcessTool(root, { timeoutMs: 10_000, sandbox: "off" });
     const out = await off.execute({ source: "console.log(JSON.stringify(process.execArgv))" }, ctx());
     expect(out.stdout).toBe("[]\n");
-    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false });
+    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false, limits: defaultLimitsReport("off") });
     expect(off.description).toContain("without a sandbox");
     expect(createNodeProcessTool(root).description).toContain("the network is blocked");
     expect(createNodeProcessTool(root, { network: true }).description).toContain("the network is allowed");

@@ -20,7 +20,7 @@ import {
   type FileOpsToolOptions,
 } from "./file-ops.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
-import { PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxSaid } from "./sandbox.js";
+import { PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 export interface CodingToolsOptions extends CommonToolOptions {
@@ -68,6 +68,8 @@ export interface ProcessToolDefaults {
   readPaths?: readonly string[];
   /** Absolute paths the processes may also read and write (the sandbox's `writePaths`). */
   writePaths?: readonly string[];
+  /** Resource caps on each call's process tree (the sandbox's `limits`). */
+  limits?: SandboxLimitOptions;
 }
 
 /** The spec entries of {@link ProcessToolDefaults} (see ts/options.ts). */
@@ -78,6 +80,7 @@ export const PROCESS_DEFAULTS_OPTIONS = {
   sandbox: SANDBOX_OPTIONS.sandbox,
   readPaths: SANDBOX_OPTIONS.readPaths,
   writePaths: SANDBOX_OPTIONS.writePaths,
+  limits: SANDBOX_OPTIONS.limits,
 } as const satisfies OptionSpecOf<ProcessToolDefaults>;
 
 /** The options of createCodingTools (see ts/options.ts): each tool's key is that factory's spec. */

@@ -39,9 +39,10 @@ export { createRunCommandTool } from "./run-command.js";
 export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from "./run-command.js";
 export { createRunTestsTool } from "./run-tests.js";
 export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
-export { sandboxSupport } from "./sandbox.js";
+export { sandboxSupport, sandboxLimitDefaults } from "./sandbox.js";
 export type { SandboxMode, SandboxReport, SandboxSupport, SandboxToolOptions, SandboxFeatureOverride } from "./sandbox.js";
 export type { NetworkAllow, NetworkCounts } from "./sandbox.js";
+export type { SandboxLimitOptions, SandboxLimitReport, SandboxLimitsReport } from "./sandbox.js";
 export { createCodingTools } from "./coding.js";
 export { createProcessTools } from "./process-tools.js";
 export type {

@@ -4,7 +4,7 @@
 // creation.
 import { binding } from "./native.js";
 import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
-import type { NodePermissionSupport, SandboxFeatureLimit } from "../native/binding.js";
+import type { NodePermissionSupport, SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
 export type SandboxMode = "auto" | "required" | "off";
@@ -36,6 +36,41 @@ export interface SandboxToolOptions {
    * `landlockAbi: null` is a kernel without Landlock. Never adds a feature.
    */
   sandboxFeatures?: SandboxFeatureOverride;
+  /**
+   * Resource caps on the whole process tree of a call (see {@link SandboxLimitOptions}); each
+   * missing cap takes its default ({@link sandboxLimitDefaults}).
+   */
+  limits?: SandboxLimitOptions;
+}
+
+/** Resource caps of a confined process tree. */
+export interface SandboxLimitOptions {
+  /** Processes and threads at once (default 512). */
+  processes?: number;
+  /** Memory of the tree, in bytes (default half the physical memory, rounded down to a whole MiB; at least 64 MiB). */
+  memoryBytes?: number;
+  /** Size of any one file a process writes, in bytes (default 4 GiB). */
+  fileBytes?: number;
+}
+
+/** How one cap was enforced. */
+export interface SandboxLimitReport {
+  max: number;
+  /** `"rlimit"` (a resource limit on each process), `"cgroup-v2"` / `"cgroup-v1"` (the whole tree), `"none"` (not enforced). */
+  by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
+}
+
+/** The caps of a call (`sandbox.limits`). */
+export interface SandboxLimitsReport {
+  processes: SandboxLimitReport;
+  memoryBytes: SandboxLimitReport;
+  fileBytes: SandboxLimitReport;
+}
+
+/** The default caps on this machine, from the core. */
+export function sandboxLimitDefaults(): Required<SandboxLimitOptions> {
+  const d = binding.sandboxLimits(undefined);
+  return { processes: d.processes!, memoryBytes: d.memoryBytes!, fileBytes: d.fileBytes! };
 }
 
 /** `network: { allow }`: the hosts the processes may reach through the proxy. */
@@ -56,6 +91,8 @@ export interface SandboxFeatureOverride {
   pidNamespace?: boolean;
   userNamespace?: boolean;
   procMount?: boolean;
+  /** `false`: a system where the host can create no cgroup. */
+  cgroups?: boolean;
 }
 
 /** What confined a call's processes (the `sandbox` field of a result). */
@@ -73,6 +110,8 @@ export interface SandboxReport {
   processes: "namespace" | "group";
   /** Whether Node.js's permission model also checked the script's own file access. */
   nodePermission: boolean;
+  /** The resource caps and how each was enforced. */
+  limits: SandboxLimitsReport;
 }
 
 /** The sandbox features this system offers (probed once per process). */
@@ -103,6 +142,15 @@ export const SANDBOX_OPTIONS = {
   ),
   readPaths: option.paths("absolute paths the processes may also read"),
   writePaths: option.paths("absolute paths the processes may also read and write"),
+  limits: option.object(
+    {
+      // The core's ranges (it checks them again when the tool is made).
+      processes: option.integer(1, binding.SANDBOX_MAX_PROCESSES, "processes and threads at once"),
+      memoryBytes: option.integer(binding.SANDBOX_MIN_MEMORY_BYTES, Number.MAX_SAFE_INTEGER, "memory of the tree, in bytes"),
+      fileBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "size of any one file written, in bytes"),
+    } satisfies OptionSpecOf<SandboxLimitOptions>,
+    "resource caps of each process tree",
+  ),
   sandboxFeatures: option.object(
     {
       landlockAbi: option.oneOf(
@@ -112,6 +160,7 @@ export const SANDBOX_OPTIONS = {
       pidNamespace: option.boolean("whether a PID namespace may be used"),
       userNamespace: option.boolean("whether a user namespace may be used"),
       procMount: option.boolean("whether a private /proc may be mounted"),
+      cgroups: option.boolean("whether cgroups may be made for the limits"),
     } satisfies OptionSpecOf<SandboxFeatureOverride>,
     "simulate a system with fewer sandbox features",
   ),
@@ -126,6 +175,7 @@ export interface NativeSandboxOptions {
   sandboxLimit?: SandboxFeatureLimit;
   /** The process table whose sessions' ports the processes may connect to (same tool set). */
   portGroup?: number;
+  limits: SandboxLimits;
 }
 
 /**
@@ -177,6 +227,7 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
     network: net === true,
     readPaths: grantPaths(options.readPaths),
     writePaths: grantPaths(options.writePaths),
+    limits: limitOptions(factory, options.limits),
   };
   if (networkAllow !== undefined) result.networkAllow = networkAllow;
   const group = (options as { [PORT_GROUP]?: unknown })[PORT_GROUP];
@@ -189,9 +240,30 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
       pidNamespace: f.pidNamespace,
       userNamespace: f.userNamespace,
       procMount: f.procMount,
+      cgroups: f.cgroups,
     };
   }
   return result;
+}
+
+/** Checks `limits` (shape here, ranges in the core) and fills in the defaults. */
+function limitOptions(factory: string, value: unknown): SandboxLimits {
+  if (value === undefined) return binding.sandboxLimits(undefined);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`workcell: ${factory} option limits must be an object { processes?, memoryBytes?, fileBytes? }`);
+  }
+  const v = value as Record<string, unknown>;
+  for (const k of Object.keys(v)) {
+    if (!["processes", "memoryBytes", "fileBytes"].includes(k)) throw new TypeError(`workcell: ${factory} option limits has an unknown key ${JSON.stringify(k)}`);
+    if (v[k] !== undefined && !(typeof v[k] === "number" && Number.isSafeInteger(v[k]))) {
+      throw new TypeError(`workcell: ${factory} option limits.${k} must be an integer`);
+    }
+  }
+  try {
+    return binding.sandboxLimits({ processes: v.processes as number | undefined, memoryBytes: v.memoryBytes as number | undefined, fileBytes: v.fileBytes as number | undefined });
+  } catch (err) {
+    throw new TypeError(`${(err as Error).message} (${factory})`);
+  }
 }
 
 let permission: NodePermissionSupport | null | undefined;
@@ -220,13 +292,16 @@ export function toSandboxReport(r: {
   network: string;
   processes: string;
   nodePermission: boolean;
+  limits: { processes: { max: number; by: string }; memoryBytes: { max: number; by: string }; fileBytes: { max: number; by: string } };
 }): SandboxReport {
+  const limit = (l: { max: number; by: string }): SandboxLimitReport => ({ max: l.max, by: l.by as SandboxLimitReport["by"] });
   return {
     landlockAbi: r.landlockAbi ?? null,
     filesystem: r.filesystem as SandboxReport["filesystem"],
     network: r.network as SandboxReport["network"],
     processes: r.processes as SandboxReport["processes"],
     nodePermission: r.nodePermission,
+    limits: { processes: limit(r.limits.processes), memoryBytes: limit(r.limits.memoryBytes), fileBytes: limit(r.limits.fileBytes) },
   };
 }
 

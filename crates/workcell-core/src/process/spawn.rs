@@ -37,6 +37,13 @@ pub trait Launcher: Send + Sync {
     /// new process group it leads. Returns its pid once it runs the program (an error if it
     /// could not: nothing is left running then). The child is the caller's to collect.
     fn launch(&self, io: &LaunchIo<'_>) -> io::Result<i32>;
+
+    /// What must live until the child's tree is gone (the sandbox's per-call cgroups), taken
+    /// after a successful launch: the process machinery drops it once the run has killed and
+    /// collected the tree, or when the run is dropped.
+    fn resources(self: Box<Self>) -> Option<Box<dyn std::any::Any + Send>> {
+        None
+    }
 }
 
 /// Where stdout and stderr go.
@@ -151,6 +158,8 @@ pub struct Spawned {
     pub stdout: OwnedFd,
     /// Read end of the stderr pipe; `None` with [`OutputPipes::Merged`].
     pub stderr: Option<OwnedFd>,
+    /// What the launcher needs kept until the tree is gone ([`Launcher::resources`]).
+    pub resources: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// A pipe whose ends are close-on-exec (the child gets its copy through `dup2`, which clears
@@ -268,7 +277,7 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
         let pid = launcher.launch(&io)?;
         // The parent's copies of the write ends close here, as with Command below.
         drop((out_w, err_w));
-        return Ok(Spawned { pid, stdout: out_r, stderr: err_r });
+        return Ok(Spawned { pid, stdout: out_r, stderr: err_r, resources: launcher.resources() });
     }
     let mut cmd = Command::new(&program);
     if let Some(arg0) = arg0 {
@@ -304,5 +313,5 @@ pub fn spawn(spec: SpawnSpec) -> io::Result<Spawned> {
     let pid = child.id() as i32;
     // `std::process::Child` neither waits nor kills on drop: the pid is managed by the caller.
     drop(child);
-    Ok(Spawned { pid, stdout: out_r, stderr: err_r })
+    Ok(Spawned { pid, stdout: out_r, stderr: err_r, resources: None })
 }

@@ -65,7 +65,8 @@ pub async fn run<S: Sink>(
     if cancel.is_cancelled() {
         return Ok(Finished { end: End::Cancelled, status: None, stdout, stderr, duration: Duration::ZERO, pipes_forced: false, holders_killed: 0 });
     }
-    let spawned = spawn(spec)?;
+    let mut spawned = spawn(spec)?;
+    let resources = spawned.resources.take();
     let started = Instant::now();
     let mut child = match ChildHandle::new(spawned.pid, opts.reaper) {
         Ok(c) => c,
@@ -104,6 +105,10 @@ pub async fn run<S: Sink>(
     // The leader is not collected yet, so its pid still names this group: kill what is left.
     child.kill_group();
     let status = child.reap(KILL_WAIT).await;
+    if let Some(resources) = resources {
+        // The sandbox's cgroups: whatever is left in them is killed, then they are removed.
+        let _ = tokio::task::spawn_blocking(move || drop(resources)).await;
+    }
 
     // Wait for the end of output; what still holds a pipe after the grace is killed.
     let (exit_grace, holder_grace) = match end {

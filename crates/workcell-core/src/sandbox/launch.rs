@@ -26,6 +26,8 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::sync::Mutex;
 
+use super::cgroup::Leaf;
+use super::limits::ChildLimits;
 use super::pidns::{self, IArgs, NsPlan};
 use super::sys;
 use crate::process::{LaunchIo, Launcher};
@@ -83,6 +85,10 @@ pub struct Launch {
     namespaces: Option<NsPlan>,
     /// `oom_score_adj` 1000 for the program (every confined process).
     oom: bool,
+    /// The resource limits the program's process applies to itself before exec.
+    limits: Option<ChildLimits>,
+    /// The call's cgroups: handed to the process machinery after the launch.
+    cgroups: Option<Leaf>,
     probe: bool,
     /// A network namespace whose loopback listener goes to the host's proxy ([`super::netns`]).
     net: Option<super::netns::Net>,
@@ -96,7 +102,7 @@ impl std::fmt::Debug for Launch {
 
 impl Launch {
     pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>, oom: bool) -> Self {
-        Launch { ruleset, namespaces, oom, probe: false, net: None }
+        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false, net: None }
     }
 
     /// The child gets a network namespace of its own, its proxy listener served by `net`
@@ -109,12 +115,20 @@ impl Launch {
     /// A probe of the network namespace ([`super::netns::available`]).
     pub(super) fn probe_network(net: super::netns::Net) -> Self {
         Launch { net: Some(net), ..Launch::probe() }
+
+    }
+
+    /// With resource limits, and the cgroups they join (kept until the tree is gone).
+    pub fn with_limits(mut self, limits: Option<ChildLimits>, cgroups: Option<Leaf>) -> Self {
+        self.limits = limits;
+        self.cgroups = cgroups;
+        self
     }
 
     /// A launcher whose program's process reports, through its exit code, how far it got in the
     /// namespace instead of exec'ing ([`super::probe`]).
     pub(super) fn probe() -> Self {
-        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, probe: true, net: None }
+        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true, net: None }
     }
 }
 
@@ -129,6 +143,7 @@ struct CArgs<'a> {
     oom: bool,
     /// The Unix socket to send the network namespace's listener through; -1 for none.
     net: RawFd,
+    limits: Option<&'a ChildLimits>,
     exec: Option<&'a Exec>,
     init_stack: *mut libc::c_void,
     main_stack: *mut libc::c_void,
@@ -153,6 +168,7 @@ impl Launcher for Launch {
                 (Some(_), Some(n)) => n.child_fd(),
                 _ => -1,
             },
+            limits: self.limits.as_ref(),
             exec: (!self.probe).then_some(&exec),
             init_stack: stacks.top(1),
             main_stack: stacks.top(2),
@@ -232,6 +248,10 @@ impl Launcher for Launch {
         }
         Ok(pid)
     }
+
+    fn resources(self: Box<Self>) -> Option<Box<dyn std::any::Any + Send>> {
+        self.cgroups.map(|c| Box::new(c) as Box<dyn std::any::Any + Send>)
+    }
 }
 
 fn pidfd(pid: libc::pid_t) -> Option<OwnedFd> {
@@ -265,6 +285,11 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         let Some(plan) = a.namespaces else {
             // No namespace: this process is the program.
+            if let Some(limits) = a.limits {
+                if let Err(e) = limits.apply() {
+                    fail(e);
+                }
+            }
             if a.ruleset >= 0 {
                 if let Err(e) = super::landlock::add_self_rule(a.ruleset).and_then(|()| super::landlock::restrict(a.ruleset)) {
                     fail(e);
@@ -300,6 +325,7 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             main_stack: a.main_stack,
             core_limit: core,
             oom: a.oom,
+            limits: a.limits,
             main_status: 0,
             main_done: false,
         };

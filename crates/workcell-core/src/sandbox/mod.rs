@@ -41,9 +41,12 @@
 //! the parent.
 
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod cgroup;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod landlock;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod launch;
+pub mod limits;
 pub mod node_permission;
 pub mod paths;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -59,6 +62,7 @@ pub mod report;
 pub use node_permission::NodePermission;
 pub use paths::{canonical_grant, program_grants, Access, Grant};
 pub use probe::Features;
+pub use limits::{By, Enforced, Limits, LimitsReport};
 pub use report::{Filesystem, Network, Processes, Report};
 
 use std::path::PathBuf;
@@ -120,6 +124,10 @@ pub struct SandboxOptions {
     /// TCP ports the child may connect to while the network is blocked: those the tool set's
     /// running sessions opened ([`ports`]).
     pub connect_ports: ports::SharedPorts,
+    /// The resource caps of the tree ([`limits`]).
+    pub limits: Limits,
+    /// Simulate a system where the host can create no cgroup (tests, diagnostics).
+    pub no_cgroups: bool,
 }
 
 impl SandboxOptions {
@@ -136,7 +144,7 @@ impl SandboxOptions {
         if self.network_allow.is_some() && self.mode == Mode::Off {
             return Err("network.allow needs the sandbox: with sandbox \"off\" nothing could enforce it".into());
         }
-        Ok(())
+        self.limits.validate()
     }
 
     /// The features this configuration gets on this system.
@@ -164,12 +172,15 @@ pub struct Confinement {
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     net: Option<netns::Net>,
     session: Option<crate::proxy::Session>,
+    /// The call's cgroups, if any (removed when the call's run ends).
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    cgroups: Option<cgroup::Leaf>,
 }
 
 /// What `features` allows under `opts`: the report of a run.
 pub fn plan(opts: &SandboxOptions, features: &Features) -> Report {
     if opts.mode == Mode::Off {
-        return Report::OFF;
+        return Report { limits: LimitsReport::none(&opts.limits), ..Report::OFF };
     }
     let filesystem = if features.landlock_abi.is_some() { Filesystem::Confined } else { Filesystem::Open };
     let network = if opts.network_allow.is_some() {
@@ -182,7 +193,22 @@ pub fn plan(opts: &SandboxOptions, features: &Features) -> Report {
         Network::Open
     };
     let processes = if features.pid_namespace { Processes::Namespace } else { Processes::Group };
-    Report { landlock_abi: features.landlock_abi, filesystem, network, processes, node_permission: false }
+    let limits = limits::decide(&opts.limits, &mechanisms(opts, features));
+    Report { landlock_abi: features.landlock_abi, filesystem, network, processes, node_permission: false, limits }
+}
+
+/// What this system offers for the limits of a tree confined with `features`.
+fn mechanisms(opts: &SandboxOptions, features: &Features) -> limits::Mechanisms {
+    // SAFETY: a plain getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    let user_namespace = features.pid_namespace && features.user_namespace;
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    if !opts.no_cgroups {
+        let s = cgroup::Support::detect();
+        return limits::Mechanisms { user_namespace, root, pids: s.pids.as_ref().map(|p| p.version), memory: s.memory.as_ref().map(|p| p.version) };
+    }
+    let _ = opts;
+    limits::Mechanisms { user_namespace, root, pids: None, memory: None }
 }
 
 /// What `required` mode lacks here, by name.
@@ -197,6 +223,7 @@ fn missing(report: &Report) -> Vec<&'static str> {
     if report.processes == Processes::Group {
         missing.push("pid-namespace");
     }
+    missing.extend(report.limits.missing());
     missing
 }
 
@@ -206,6 +233,9 @@ fn unavailable(missing: &[&str], features: &Features) -> Error {
         .map(|m| match *m {
             "landlock" => "Landlock, to confine file access (Linux 5.13+)",
             "landlock-network" => "Landlock ABI 4, to block the network (Linux 6.7+)",
+            "limit-processes" => "a process cap (RLIMIT_NPROC in a user namespace, which is not enforced for uid 0, or a pids cgroup the host may create)",
+            "limit-memory" => "a memory cap (a memory cgroup the host may create, or RLIMIT_DATA)",
+            "limit-file-size" => "a file size cap (RLIMIT_FSIZE)",
             _ => "PID and user namespaces, to contain the processes",
         })
         .collect();
@@ -294,8 +324,10 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
 fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
     use std::os::fd::AsFd as _;
     if opts.mode == Mode::Off {
-        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, net: None, session: None });
+        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, cgroups: None, net: None, session: None });
     }
+    let mut report = report;
+    let cgroups = make_cgroups(opts, &mut report)?;
     let ruleset = match features.landlock_abi {
         Some(abi) => {
             let mut grants = paths::system_grants();
@@ -329,7 +361,34 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         }
         None => (None, None),
     };
-    Ok(Confinement { report, ruleset, namespaces, confined: true, net, session })
+    Ok(Confinement { report, ruleset, namespaces, confined: true, cgroups, net, session })
+}
+
+/// The call's cgroups for the limits `report` enforces by cgroup. Where one cannot be made
+/// after all (the probe found it possible), `auto` falls back as [`limits::decide`] would
+/// without it and `required` refuses if that leaves a limit unenforced.
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn make_cgroups(opts: &SandboxOptions, report: &mut Report) -> Result<Option<cgroup::Leaf>> {
+    let by_cgroup = |b: By| matches!(b, By::CgroupV1 | By::CgroupV2);
+    let req = cgroup::Request {
+        memory_bytes: by_cgroup(report.limits.memory_bytes.by).then_some(report.limits.memory_bytes.max),
+        processes: by_cgroup(report.limits.processes.by).then_some(report.limits.processes.max),
+    };
+    if req.memory_bytes.is_none() && req.processes.is_none() {
+        return Ok(None);
+    }
+    match cgroup::Leaf::create(cgroup::Support::detect(), &req) {
+        Ok(leaf) => Ok(Some(leaf)),
+        Err(_) => {
+            let features = opts.features();
+            report.limits = limits::decide(&opts.limits, &mechanisms(&SandboxOptions { no_cgroups: true, ..opts.clone() }, &features));
+            let missing = report.limits.missing();
+            if opts.mode == Mode::Required && !missing.is_empty() {
+                return Err(unavailable(&missing, &features));
+            }
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
@@ -355,7 +414,7 @@ impl Confinement {
     pub fn apply(self, spec: &mut SpawnSpec) -> Report {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            let Confinement { report, ruleset, namespaces, confined, net, session: _ } = self;
+            let Confinement { report, ruleset, namespaces, confined, cgroups, net, session: _ } = self;
             if net.is_some() {
                 for (name, value) in crate::proxy::child_environment() {
                     spec.env.retain(|(n, _)| n.as_os_str() != name);
@@ -370,9 +429,13 @@ impl Confinement {
             // (which closes the host's descriptors too).
             if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
-                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_net(net))) };
+                let limits = confined.then(|| limits::ChildLimits::new(&report.limits, &cgroups.as_ref().map(cgroup::Leaf::procs).unwrap_or_default()));
+                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net))) };
+                report
+            } else {
+                // The process machinery's spawn applies no limit.
+                Report { limits: LimitsReport::none(&report.limits.configured()), ..report }
             }
-            report
         }
         #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
         {
@@ -395,19 +458,22 @@ mod tests {
     #[test]
     fn plans_follow_the_features() {
         let r = plan(&opts(Mode::Auto, false), &FULL);
-        assert_eq!(r, Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false });
+        assert_eq!(r, Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false, limits: r.limits });
+        assert_eq!(r.limits.file_bytes, Enforced { max: limits::DEFAULT_FILE_BYTES, by: By::Rlimit });
         assert_eq!(plan(&opts(Mode::Auto, true), &FULL).network, Network::Allowed);
         let v3 = Features { landlock_abi: Some(3), ..FULL };
         assert_eq!(plan(&opts(Mode::Auto, false), &v3).network, Network::Open);
         let none = plan(&opts(Mode::Auto, false), &Features::NONE);
         assert_eq!((none.filesystem, none.network, none.processes, none.landlock_abi), (Filesystem::Open, Network::Open, Processes::Group, None));
-        assert_eq!(plan(&opts(Mode::Off, false), &FULL), Report::OFF);
+        let off = plan(&opts(Mode::Off, false), &FULL);
+        assert_eq!(off, Report { limits: LimitsReport::none(&Limits::default()), ..Report::OFF });
     }
 
     #[test]
     fn required_names_what_is_missing() {
         assert!(missing(&plan(&opts(Mode::Required, false), &FULL)).is_empty());
-        assert_eq!(missing(&plan(&opts(Mode::Required, false), &Features::NONE)), ["landlock", "landlock-network", "pid-namespace"]);
+        // (Without a namespace, the process cap also needs a pids cgroup.)
+        assert!(missing(&plan(&opts(Mode::Required, false), &Features::NONE)).starts_with(&["landlock", "landlock-network", "pid-namespace"]));
         // An allowed network needs no Landlock network support.
         let v3 = Features { landlock_abi: Some(3), ..FULL };
         assert_eq!(missing(&plan(&opts(Mode::Required, false), &v3)), ["landlock-network"]);

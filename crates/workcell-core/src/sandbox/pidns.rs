@@ -110,6 +110,8 @@ pub struct IArgs<'a> {
     pub core_limit: [u64; 2],
     /// Give the program (and everything in the namespace) `oom_score_adj` 1000.
     pub oom: bool,
+    /// The program's resource limits and cgroups.
+    pub limits: Option<&'a super::limits::ChildLimits>,
     /// G's wait status, once I has collected it.
     pub main_status: libc::c_int,
     pub main_done: bool,
@@ -122,6 +124,7 @@ pub struct GArgs<'a> {
     pub ruleset: RawFd,
     pub exec: Option<&'a super::launch::Exec>,
     pub core_limit: [u64; 2],
+    pub limits: Option<&'a super::limits::ChildLimits>,
     /// Set by G when it fails before exec.
     pub errno: i32,
     /// G's pid as the `/proc` it sees names it (0: unknown), and whether that `/proc` is the
@@ -138,7 +141,7 @@ pub extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let a = &mut *arg.cast::<IArgs>();
         let _ = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as usize);
-        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, core_limit: a.core_limit, errno: 0, proc_pid: 0, mounted: false };
+        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, core_limit: a.core_limit, limits: a.limits, errno: 0, proc_pid: 0, mounted: false };
         // Returns once G has exec'd or exited.
         let main = libc::clone(main_entry, a.main_stack, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, (&mut g as *mut GArgs).cast());
         let failed = if main < 0 { libc::EAGAIN } else { std::ptr::read_volatile(&g.errno) };
@@ -208,6 +211,14 @@ pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
         if let Err(e) = sys::setpgid_self() {
             args.errno = e;
             sys::exit(127);
+        }
+        // Into the call's cgroups and under its limits: only this process and what it starts
+        // (never I or C, which share the host's memory).
+        if let Some(limits) = args.limits {
+            if let Err(e) = limits.apply() {
+                args.errno = e;
+                sys::exit(127);
+            }
         }
         if args.ruleset >= 0 {
             let rule = if mounted { super::landlock::add_proc_rule(args.ruleset) } else { super::landlock::add_self_rule(args.ruleset) };

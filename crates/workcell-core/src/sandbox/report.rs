@@ -43,6 +43,8 @@ pub struct Report {
     pub processes: Processes,
     /// Whether Node.js's permission model was on (node_process only).
     pub node_permission: bool,
+    /// The resource caps and how each was enforced.
+    pub limits: super::limits::LimitsReport,
 }
 
 impl Filesystem {
@@ -75,9 +77,15 @@ impl Processes {
 }
 
 impl Report {
-    /// Nothing enforced (`sandbox: "off"`).
-    pub const OFF: Report =
-        Report { landlock_abi: None, filesystem: Filesystem::Open, network: Network::Open, processes: Processes::Group, node_permission: false };
+    /// Nothing enforced (`sandbox: "off"`; [`super::plan`] fills in the configured caps).
+    pub const OFF: Report = Report {
+        landlock_abi: None,
+        filesystem: Filesystem::Open,
+        network: Network::Open,
+        processes: Processes::Group,
+        node_permission: false,
+        limits: super::limits::LimitsReport::NONE,
+    };
 
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -86,6 +94,7 @@ impl Report {
             "network": self.network.as_str(),
             "processes": self.processes.as_str(),
             "nodePermission": self.node_permission,
+            "limits": self.limits.to_json(),
         })
     }
 }
@@ -96,14 +105,16 @@ mod tests {
 
     #[test]
     fn json_shape() {
+        let none = serde_json::json!({ "max": 0, "by": "none" });
+        let limits = serde_json::json!({ "processes": none, "memoryBytes": none, "fileBytes": none });
         assert_eq!(
             Report::OFF.to_json(),
-            serde_json::json!({ "landlockAbi": null, "filesystem": "open", "network": "open", "processes": "group", "nodePermission": false })
+            serde_json::json!({ "landlockAbi": null, "filesystem": "open", "network": "open", "processes": "group", "nodePermission": false, "limits": limits })
         );
-        let r = Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: true };
+        let r = Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: true, ..Report::OFF };
         assert_eq!(
             r.to_json(),
-            serde_json::json!({ "landlockAbi": 7, "filesystem": "confined", "network": "blocked", "processes": "namespace", "nodePermission": true })
+            serde_json::json!({ "landlockAbi": 7, "filesystem": "confined", "network": "blocked", "processes": "namespace", "nodePermission": true, "limits": limits })
         );
     }
 }

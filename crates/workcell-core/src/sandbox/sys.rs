@@ -345,6 +345,13 @@ pub unsafe fn exit(code: libc::c_int) -> ! {
     }
 }
 
+/// Ignores `sig` (`SIG_IGN`: kept across exec). The kernel's `struct sigaction` starts with the
+/// handler on x86_64 and aarch64.
+pub unsafe fn ignore_signal(sig: libc::c_int) {
+    let ignore = [1u64, 0, 0, 0];
+    syscall6(libc::SYS_rt_sigaction, sig as usize, ignore.as_ptr() as usize, 0, 8, 0, 0);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,3 +370,4 @@ mod tests {
         assert!(seen.iter().all(|fd| *fd >= 3));
     }
 }
+
