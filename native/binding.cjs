@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.ApprovalRules = nativeBinding.ApprovalRules
 module.exports.CancelHandle = nativeBinding.CancelHandle
 module.exports.NativeWorkspace = nativeBinding.NativeWorkspace
 module.exports.WriteGuard = nativeBinding.WriteGuard
@@ -851,7 +852,9 @@ module.exports.MAX_OUTPUT_CAP = nativeBinding.MAX_OUTPUT_CAP
 module.exports.MAX_WRITE_BYTES = nativeBinding.MAX_WRITE_BYTES
 module.exports.MAX_WRITE_BYTES_CEILING = nativeBinding.MAX_WRITE_BYTES_CEILING
 module.exports.normalizePath = nativeBinding.normalizePath
+module.exports.patchPaths = nativeBinding.patchPaths
 module.exports.processReaper = nativeBinding.processReaper
 module.exports.reservedEnv = nativeBinding.reservedEnv
+module.exports.sandboxDenials = nativeBinding.sandboxDenials
 module.exports.sandboxFeatures = nativeBinding.sandboxFeatures
 module.exports.sandboxGrantPath = nativeBinding.sandboxGrantPath

@@ -9,6 +9,14 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** The host's approval rules, compiled once. */
+export declare class ApprovalRules {
+  /** Throws with a message for the host's TypeError (an invalid glob, pattern or decision). */
+  constructor(rules: Array<ApprovalRuleSpec>)
+  /** The first rule matching a call, if any. */
+  decide(tool: string, argv: Array<string> | undefined | null, paths: Array<string>): RuleMatch | null
+}
+
 /** A cancellation handle the JS layer triggers from an AbortSignal's `abort` event. */
 export declare class CancelHandle {
   constructor()
@@ -18,6 +26,18 @@ export declare class CancelHandle {
 
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
+  /** write_file's change, computed without effects: `{ summary, diff, files }` or `{ error }`. */
+  previewWrite(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** edit_file's change, computed without effects. */
+  previewEdit(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** apply_patch's change, computed without effects (every file; a move's both names). */
+  previewPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** move_file's change, computed without effects. */
+  previewMove(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** delete_file's change, computed without effects. */
+  previewDelete(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** make_directory's change, computed without effects. */
+  previewMakeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
   /**
    * Checks run_command's input (policy, cwd grammar, timeout) without any effect. Throws
    * (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -44,11 +64,11 @@ export declare class NativeWorkspace {
    */
   applyPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PatchResult>
   /** move_file: resolves to `{ from, to, replaced }` or to `{ error }`. */
-  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<MoveResult>
+  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<MoveResult>
   /** delete_file: resolves to `{ path, kind }` or to `{ error }`. */
-  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<DeleteResult>
+  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<DeleteResult>
   /** make_directory: resolves to `{ path, created }` or to `{ error }`. */
-  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<MkdirResult>
+  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<MkdirResult>
   /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -101,6 +121,14 @@ export declare class NativeWorkspace {
 export declare class WriteGuard {
   /** Compiles the globs; throws a TypeError naming an invalid one. */
   constructor(protect: Array<string>, refuseLinks: boolean)
+}
+
+/** One host rule, as given. */
+export interface ApprovalRuleSpec {
+  tool?: string
+  argv?: Array<string>
+  path?: string
+  decision: string
 }
 
 /**
@@ -276,6 +304,13 @@ export interface PatchFileResult {
   bytes?: number
 }
 
+/**
+ * Every path a (valid) patch touches, normalized and in order: an Update's Move to right
+ * after its source (what rules, the audit and the write guard see); throws like
+ * `checkPatchArguments` for an invalid patch.
+ */
+export declare function patchPaths(patch: string): Array<string>
+
 export interface PatchResult {
   files?: Array<PatchFileResult>
   diff?: string
@@ -289,11 +324,29 @@ export interface PathHash {
   hash: string
 }
 
+/** One path of a preview and its approval string. */
+export interface PreviewFile {
+  path: string
+  hash: string
+}
+
+export interface PreviewResult {
+  summary?: string
+  diff?: string
+  files?: Array<PreviewFile>
+  error?: NativeError
+}
+
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
 export declare function processReaper(): string
 
 /** The variables the process tools set themselves (a host cannot pass them through). */
 export declare function reservedEnv(): Array<string>
+
+export interface RuleMatch {
+  index: number
+  decision: string
+}
 
 /** The host's configuration of run_command. */
 export interface RunCommandOptions {
@@ -388,6 +441,22 @@ export interface RunTestsResult {
   sandbox?: SandboxReport
   error?: NativeError
 }
+
+export interface SandboxDenial {
+  kind: string
+  path?: string
+}
+
+export interface SandboxDenialHint {
+  denials: Array<SandboxDenial>
+  note: string
+}
+
+/**
+ * What the failed output of a confined process shows the sandbox refused, and the next
+ * step: `null` for a success, an unconfined call or output without a denial.
+ */
+export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean): SandboxDenialHint | null
 
 /**
  * Simulates a system with fewer sandbox features (tests, diagnostics): each given value can

@@ -5,6 +5,7 @@ import type { Tool, ToolContext } from "./tool.js";
 import { makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES } from "./write.js";
 import { checkOptionKeys } from "./file-ops.js";
+import { APPROVAL_OPTION_KEYS, Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
 export interface ApplyPatchInput {
   /** The patch text, from `*** Begin Patch` to `*** End Patch`. */
@@ -36,7 +37,7 @@ export const MAX_PATCH_BYTES = 262_144;
 export const MAX_PATCH_FILES = 100;
 const CEILING_MAX_WRITE_BYTES = 16 * 1024 * 1024;
 
-export interface ApplyPatchToolOptions extends WriteGuardOptions {
+export interface ApplyPatchToolOptions extends WriteGuardOptions, ApprovalOptions {
   /** Largest file a patch may produce or update, in UTF-8 bytes (default 65,536, write_file's limit; at most 16 MiB). */
   maxContentBytes?: number;
 }
@@ -75,7 +76,7 @@ export function createApplyPatchTool(
   root: string,
   options: ApplyPatchToolOptions = {},
 ): Tool<ApplyPatchInput, ApplyPatchOutput> & { readonly effect: "write" } {
-  checkOptionKeys(options, ["maxContentBytes", "protect", "refuseLinksOnWrite"]);
+  checkOptionKeys(options, ["maxContentBytes", "protect", "refuseLinksOnWrite", ...APPROVAL_OPTION_KEYS]);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   if (!Number.isSafeInteger(limit) || limit < 0 || limit > CEILING_MAX_WRITE_BYTES) {
     throw new TypeError(`workcell: maxContentBytes must be an integer from 0 to ${CEILING_MAX_WRITE_BYTES}`);
@@ -84,7 +85,28 @@ export function createApplyPatchTool(
   const ws = openWorkspace(root);
   const hashList = (hashes: Record<string, string> | undefined) =>
     hashes === undefined ? undefined : Object.entries(hashes).map(([path, hash]) => ({ path, hash }));
-  return {
+  const gate = new Gate("createApplyPatchTool", options, ws.canonical);
+  const spec: WriteSpec<ApplyPatchInput, ApplyPatchOutput> = {
+    effect: "write",
+    paths: (input) => binding.patchPaths(input.patch),
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard))),
+    async run(input, context, files) {
+      // Approved: every file the patch touches held to its preview hash (the model's own
+      // expectedHashes were checked by the preview and are the same strings).
+      const expected = files ? hashList(files) : hashList(input.expectedHashes);
+      // Rust repeats every check of `validate`; the queue positions are taken synchronously here.
+      const r = await callNative(context?.signal, (cancel) => ws.applyPatch(input.patch, expected, limit, cancel, guard));
+      const out = r.files!.map((f) => {
+        const o: PatchedFile = { path: f.path, action: f.action as PatchedFile["action"] };
+        if (f.movedTo != null) o.movedTo = f.movedTo;
+        if (f.bytes != null) o.bytes = f.bytes;
+        return o;
+      });
+      return r.note != null ? { files: out, diff: r.diff!, note: r.note } : { files: out, diff: r.diff! };
+    },
+  };
+  return attachHooks({
     name: "apply_patch",
     effect: "write",
     description: DESCRIPTION,
@@ -111,18 +133,8 @@ export function createApplyPatchTool(
       }
       return hashes === undefined ? { patch } : { patch, expectedHashes: hashes };
     },
-    async execute(input: ApplyPatchInput, context: ToolContext): Promise<ApplyPatchOutput> {
-      // Rust repeats every check of `validate`; the queue positions are taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.applyPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard),
-      );
-      const files = r.files!.map((f) => {
-        const out: PatchedFile = { path: f.path, action: f.action as PatchedFile["action"] };
-        if (f.movedTo != null) out.movedTo = f.movedTo;
-        if (f.bytes != null) out.bytes = f.bytes;
-        return out;
-      });
-      return r.note != null ? { files, diff: r.diff!, note: r.note } : { files, diff: r.diff! };
+    execute(input: ApplyPatchInput, context: ToolContext): Promise<ApplyPatchOutput> {
+      return gate.execute("apply_patch", spec, input, context);
     },
-  };
+  }, gate.hooks("apply_patch", spec));
 }

@@ -9,10 +9,11 @@ import { createWriteTool, type WriteToolOptions } from "./write.js";
 import { createEditTool, type EditToolOptions } from "./edit.js";
 import type { WriteGuardOptions } from "./guard.js";
 import { createApplyPatchTool, type ApplyPatchToolOptions } from "./apply-patch.js";
+import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
 import { createDeleteFileTool, createMakeDirectoryTool, createMoveFileTool, type FileOpsToolOptions } from "./file-ops.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
-export interface CodingToolsOptions {
+export interface CodingToolsOptions extends ApprovalOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
   edit?: EditToolOptions;
@@ -35,6 +36,8 @@ export interface CodingToolsOptions {
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
    */
   processes?: ProcessToolDefaults;
+  // approve, approvalFor, rules, onAudit (ApprovalOptions): passed to every tool; grants
+  // approved with remember: "session" hold for every process tool of the set.
 }
 
 /** Settings shared by the tools that start processes. */
@@ -63,18 +66,24 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     readPaths: options.processes?.readPaths,
     writePaths: options.processes?.writePaths,
   };
+  // The approval options go to every tool, with one session for the set (remembered grants).
+  const approval: ApprovalOptions & { [APPROVAL_SESSION]: ApprovalSession } = { [APPROVAL_SESSION]: new ApprovalSession() };
+  if (options.approve !== undefined) approval.approve = options.approve;
+  if (options.approvalFor !== undefined) approval.approvalFor = options.approvalFor;
+  if (options.rules !== undefined) approval.rules = options.rules;
+  if (options.onAudit !== undefined) approval.onAudit = options.onAudit;
   return [
-    createReadTool(root, options.read),
-    createListTool(root, options.list),
-    createSearchTool(root, options.search),
-    createWriteTool(root, { ...options.guard, ...options.write }),
-    createEditTool(root, { ...options.guard, ...options.edit }),
-    createApplyPatchTool(root, { ...options.guard, ...options.applyPatch }),
-    createMoveFileTool(root, { ...options.guard, ...options.moveFile }),
-    createDeleteFileTool(root, { ...options.guard, ...options.deleteFile }),
-    createMakeDirectoryTool(root, { ...options.guard, ...options.makeDirectory }),
-    createNodeProcessTool(root, { ...processes, ...options.nodeProcess }),
-    createRunCommandTool(root, { ...processes, ...options.runCommand }),
-    createRunTestsTool(root, { ...processes, ...options.runTests }),
+    createReadTool(root, { ...approval, ...options.read }),
+    createListTool(root, { ...approval, ...options.list }),
+    createSearchTool(root, { ...approval, ...options.search }),
+    createWriteTool(root, { ...approval, ...options.guard, ...options.write }),
+    createEditTool(root, { ...approval, ...options.guard, ...options.edit }),
+    createApplyPatchTool(root, { ...approval, ...options.guard, ...options.applyPatch }),
+    createMoveFileTool(root, { ...approval, ...options.guard, ...options.moveFile }),
+    createDeleteFileTool(root, { ...approval, ...options.guard, ...options.deleteFile }),
+    createMakeDirectoryTool(root, { ...approval, ...options.guard, ...options.makeDirectory }),
+    createNodeProcessTool(root, { ...approval, ...processes, ...options.nodeProcess }),
+    createRunCommandTool(root, { ...approval, ...processes, ...options.runCommand }),
+    createRunTestsTool(root, { ...approval, ...processes, ...options.runTests }),
   ];
 }

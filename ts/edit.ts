@@ -4,6 +4,7 @@ import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES } from "./write.js";
+import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
 export interface EditInput {
   path: string;
@@ -27,7 +28,7 @@ export interface EditOutput {
 export const MAX_EDITS = 50;
 const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
-export interface EditToolOptions extends WriteGuardOptions {
+export interface EditToolOptions extends WriteGuardOptions, ApprovalOptions {
   /** Largest file edited and largest result, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;
 }
@@ -80,7 +81,20 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
   }
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createEditTool", options, ws.canonical);
+  const spec: WriteSpec<EditInput, EditOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewEdit(input.path, input.edits, limit, cancel, input.expectedHash, guard))),
+    async run(input, context, files) {
+      const expected = files ? Object.values(files)[0] : input.expectedHash;
+      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
+      const r = await callNative(context?.signal, (cancel) => ws.editFile(input.path, input.edits, limit, cancel, expected, guard));
+      return { path: r.path!, edits: r.edits!, bytes: r.bytes!, diff: r.diff! };
+    },
+  };
+  return attachHooks({
     name: "edit_file",
     effect: "write",
     description: describe(limit),
@@ -96,12 +110,8 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
       }
       return expectedHash === undefined ? { path, edits: copy } : { path, edits: copy, expectedHash };
     },
-    async execute(input: EditInput, context: ToolContext): Promise<EditOutput> {
-      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.editFile(input.path, input.edits, limit, cancel, input.expectedHash, guard),
-      );
-      return { path: r.path!, edits: r.edits!, bytes: r.bytes!, diff: r.diff! };
+    execute(input: EditInput, context: ToolContext): Promise<EditOutput> {
+      return gate.execute("edit_file", spec, input, context);
     },
-  };
+  }, gate.hooks("edit_file", spec));
 }

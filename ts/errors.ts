@@ -20,6 +20,7 @@ export const ErrorCode = {
   TESTS_TIMED_OUT: "TESTS_TIMED_OUT",
   TEST_RUNNER_FAILED: "TEST_RUNNER_FAILED",
   FILE_EXISTS: "FILE_EXISTS",
+  APPROVAL_DENIED: "APPROVAL_DENIED",
   IO_ERROR: "IO_ERROR",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -37,6 +38,7 @@ export const ArgumentsReason = {
   COMMAND_LINE_TOO_LONG: "COMMAND_LINE_TOO_LONG",
   COMMAND_REFUSED: "COMMAND_REFUSED",
   PATCH_INVALID: "PATCH_INVALID",
+  GRANT_NOT_ALLOWED: "GRANT_NOT_ALLOWED",
 } as const;
 export type ArgumentsReason = (typeof ArgumentsReason)[keyof typeof ArgumentsReason];
 

@@ -3,6 +3,7 @@ import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { APPROVAL_OPTION_KEYS, Gate, attachHooks, hashList, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
 /** Throws a TypeError for an option key the factory does not know, naming the nearest one. */
 export function checkOptionKeys(options: object, known: readonly string[], where = "options"): void {
@@ -29,7 +30,7 @@ function distance(a: string, b: string): number {
   return d[b.length]!;
 }
 
-const GUARD_KEYS = ["protect", "refuseLinksOnWrite"] as const;
+const GUARD_KEYS = ["protect", "refuseLinksOnWrite", ...APPROVAL_OPTION_KEYS] as const;
 
 export interface MoveFileInput {
   from: string;
@@ -59,7 +60,7 @@ export interface MakeDirectoryOutput {
   created: boolean;
 }
 
-export type FileOpsToolOptions = WriteGuardOptions;
+export interface FileOpsToolOptions extends WriteGuardOptions, ApprovalOptions {}
 
 type WriteTool<I, O> = Tool<I, O> & { readonly effect: "write" };
 
@@ -79,7 +80,20 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
   checkOptionKeys(options, GUARD_KEYS);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createMoveFileTool", options, ws.canonical);
+  const spec: WriteSpec<MoveFileInput, MoveFileOutput> = {
+    effect: "write",
+    paths: (input) => [input.from, input.to],
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewMove(input.from, input.to, input.overwrite, cancel, guard))),
+    async run(input, context, files) {
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.moveFile(input.from, input.to, input.overwrite, cancel, guard, hashList(files)),
+      );
+      return { from: r.from!, to: r.to!, replaced: r.replaced! };
+    },
+  };
+  return attachHooks({
     name: "move_file",
     effect: "write",
     description:
@@ -95,11 +109,10 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
       }
       return overwrite === undefined ? { from, to } : { from, to, overwrite };
     },
-    async execute(input: MoveFileInput, context: ToolContext): Promise<MoveFileOutput> {
-      const r = await callNative(context?.signal, (cancel) => ws.moveFile(input.from, input.to, input.overwrite, cancel, guard));
-      return { from: r.from!, to: r.to!, replaced: r.replaced! };
+    execute(input: MoveFileInput, context: ToolContext): Promise<MoveFileOutput> {
+      return gate.execute("move_file", spec, input, context);
     },
-  };
+  }, gate.hooks("move_file", spec));
 }
 
 const deleteParameters: JsonSchema = {
@@ -114,7 +127,17 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
   checkOptionKeys(options, GUARD_KEYS);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createDeleteFileTool", options, ws.canonical);
+  const spec: WriteSpec<DeleteFileInput, DeleteFileOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) => toPreview(await callNative(signal, (cancel) => ws.previewDelete(input.path, cancel, guard))),
+    async run(input, context, files) {
+      const r = await callNative(context?.signal, (cancel) => ws.deleteFile(input.path, cancel, guard, hashList(files)));
+      return { path: r.path!, kind: r.kind! as DeleteFileOutput["kind"] };
+    },
+  };
+  return attachHooks({
     name: "delete_file",
     effect: "write",
     description:
@@ -130,11 +153,10 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
       }
       return { path };
     },
-    async execute(input: DeleteFileInput, context: ToolContext): Promise<DeleteFileOutput> {
-      const r = await callNative(context?.signal, (cancel) => ws.deleteFile(input.path, cancel, guard));
-      return { path: r.path!, kind: r.kind! as DeleteFileOutput["kind"] };
+    execute(input: DeleteFileInput, context: ToolContext): Promise<DeleteFileOutput> {
+      return gate.execute("delete_file", spec, input, context);
     },
-  };
+  }, gate.hooks("delete_file", spec));
 }
 
 const mkdirParameters: JsonSchema = {
@@ -152,7 +174,17 @@ export function createMakeDirectoryTool(
   checkOptionKeys(options, GUARD_KEYS);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createMakeDirectoryTool", options, ws.canonical);
+  const spec: WriteSpec<MakeDirectoryInput, MakeDirectoryOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) => toPreview(await callNative(signal, (cancel) => ws.previewMakeDirectory(input.path, cancel, guard))),
+    async run(input, context, files) {
+      const r = await callNative(context?.signal, (cancel) => ws.makeDirectory(input.path, cancel, guard, hashList(files)));
+      return { path: r.path!, created: r.created! };
+    },
+  };
+  return attachHooks({
     name: "make_directory",
     effect: "write",
     description: "Create a directory and its missing parents. Returns { path, created } (false if it already existed).",
@@ -167,9 +199,8 @@ export function createMakeDirectoryTool(
       }
       return { path };
     },
-    async execute(input: MakeDirectoryInput, context: ToolContext): Promise<MakeDirectoryOutput> {
-      const r = await callNative(context?.signal, (cancel) => ws.makeDirectory(input.path, cancel, guard));
-      return { path: r.path!, created: r.created! };
+    execute(input: MakeDirectoryInput, context: ToolContext): Promise<MakeDirectoryOutput> {
+      return gate.execute("make_directory", spec, input, context);
     },
-  };
+  }, gate.hooks("make_directory", spec));
 }

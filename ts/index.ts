@@ -42,6 +42,8 @@ export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, T
 export { sandboxSupport } from "./sandbox.js";
 export type { SandboxMode, SandboxReport, SandboxSupport, SandboxToolOptions, SandboxFeatureOverride } from "./sandbox.js";
 export { createCodingTools } from "./coding.js";
+export { sandboxDenials, withGrants } from "./approval.js";
+export type { ApprovalOptions, ApprovalRequest, ApprovalAnswer, Approve, ApprovalFor, ApprovalRule, AuditEvent, Grants } from "./approval.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";
 export { ToolCallError } from "./adapters/common.js";

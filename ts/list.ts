@@ -1,4 +1,5 @@
 import { callCore, openWorkspace } from "./native.js";
+import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -30,7 +31,7 @@ export interface ListOutput {
   note?: string;
 }
 
-export interface ListToolOptions {}
+export interface ListToolOptions extends ApprovalOptions {}
 
 /**
  * Validates the directory a walk starts from: a workspace path, or a spelling of the root
@@ -70,9 +71,10 @@ const description = [
 ].join(" ");
 
 /** Creates the `list_files` tool for one workspace root. */
-export function createListTool(root: string, _options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
+export function createListTool(root: string, options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createListTool", options, ws.canonical);
+  return gateReadTool({
     name: "list_files",
     effect: "read",
     description,
@@ -91,5 +93,5 @@ export function createListTool(root: string, _options: ListToolOptions = {}): To
     async execute(input: ListInput, context: ToolContext): Promise<ListOutput> {
       return callCore(context?.signal, (cancel) => ws.listFiles(input.path, input.depth, input.limit, input.gitignore, cancel));
     },
-  };
+  }, gate, (i: ListInput) => [i.path ?? "."]);
 }

@@ -3,12 +3,15 @@ import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/b
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { describeSandbox, nodePermissionSupport, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import type { Tool, ToolContext } from "./tool.js";
+import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export interface NodeProcessInput {
   /** CommonJS source, at most 32,768 UTF-8 bytes. */
   source: string;
   /** What the script sees as `process.argv.slice(1)`. */
   arguments?: string[];
+  /** More than the sandbox options allow, for this call (asked of the user; see the README). */
+  grants?: Grants;
 }
 
 export interface NodeProcessOutput {
@@ -21,11 +24,15 @@ export interface NodeProcessOutput {
   /** Always false in a result: a timeout is the `NODE_PROCESS_TIMEOUT` error. */
   timedOut: boolean;
   durationMs: number;
+  /** What the sandbox refused, when the confined process failed and its output shows it (see `note`). */
+  denials?: { kind: "write" | "read" | "network"; path?: string }[];
+  /** The next step when the sandbox refused something (with `denials`). */
+  note?: string;
   /** What confined the script: see the README's sandbox section. */
   sandbox: SandboxReport;
 }
 
-export interface NodeProcessToolOptions extends SandboxToolOptions {
+export interface NodeProcessToolOptions extends SandboxToolOptions, ApprovalOptions {
   /** Time the script may run, from its spawn (default 500 ms). */
   timeoutMs?: number;
   /** Bytes kept of stdout and of stderr, each (default 32,768). */
@@ -155,26 +162,24 @@ export function createNodeProcessTool(
     };
   };
 
-  return {
-    name: "node_process",
+  const gate = new Gate("createNodeProcessTool", options, ws.canonical);
+  const spec: ProcessSpec<NodeProcessInput, NodeProcessOutput> = {
     effect: "process",
-    description: describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox)),
-    parameters,
-    validate(input: unknown): NodeProcessInput {
-      checkSchema(parameters, input);
-      const { source, arguments: args = [] } = input as NodeProcessInput;
-      try {
-        ws.checkNodeProcess(process.execPath, source, args);
-      } catch (err) {
-        throw fromThrown(err);
-      }
-      return { source, arguments: [...args] };
-    },
-    async execute(input: NodeProcessInput, context: ToolContext): Promise<NodeProcessOutput> {
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.nodeProcess(input.source, input.arguments ?? [], nativeOptions(), cancel),
-      );
+    describe: (input) => {
+      const args = input.arguments ?? [];
+      const lines = input.source.split("\n").length;
       return {
+        argv: ["node", ...args],
+        source: input.source,
+        summary: `node_process: ${lines} line${lines === 1 ? "" : "s"} of JavaScript${args.length ? `, arguments ${JSON.stringify(args)}` : ""}`,
+      };
+    },
+    grants: (input) => input.grants,
+    async run(input, context, grants) {
+      const r = await callNative(context?.signal, (cancel) =>
+        ws.nodeProcess(input.source, input.arguments ?? [], { ...nativeOptions(), ...withGrants(sandbox, grants) }, cancel),
+      );
+      const out: NodeProcessOutput = {
         exitCode: r.exitCode ?? null,
         signal: r.signal ?? null,
         stdout: r.stdout!,
@@ -185,6 +190,34 @@ export function createNodeProcessTool(
         durationMs: r.durationMs!,
         sandbox: toSandboxReport(r.sandbox!),
       };
+      const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox);
+      if (hint) {
+        out.denials = hint.denials;
+        out.note = hint.note;
+      }
+      return out;
     },
   };
+  const params = withGrantsParameter(parameters, gate);
+
+  return attachHooks({
+    name: "node_process",
+    effect: "process",
+    description: describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox)),
+    parameters: params,
+    validate(raw: unknown): NodeProcessInput {
+      const { rest: input, grants } = gate.splitGrants(raw);
+      checkSchema(parameters, input);
+      const { source, arguments: args = [] } = input as NodeProcessInput;
+      try {
+        ws.checkNodeProcess(process.execPath, source, args);
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      return grants ? { source, arguments: [...args], grants } : { source, arguments: [...args] };
+    },
+    execute(input: NodeProcessInput, context: ToolContext): Promise<NodeProcessOutput> {
+      return gate.execute("node_process", spec, input, context);
+    },
+  }, gate.hooks("node_process", spec));
 }

@@ -1,4 +1,5 @@
 import { callCore, openWorkspace } from "./native.js";
+import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -37,7 +38,7 @@ export interface ReadOutput {
   totalLines?: number;
 }
 
-export interface ReadToolOptions {}
+export interface ReadToolOptions extends ApprovalOptions {}
 
 const parameters: JsonSchema = {
   type: "object",
@@ -68,9 +69,10 @@ const description = [
 ].join(" ");
 
 /** Creates the `read_file` tool for one workspace root. */
-export function createReadTool(root: string, _options: ReadToolOptions = {}): Tool<ReadInput, ReadOutput> {
+export function createReadTool(root: string, options: ReadToolOptions = {}): Tool<ReadInput, ReadOutput> {
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createReadTool", options, ws.canonical);
+  return gateReadTool({
     name: "read_file",
     effect: "read",
     description,
@@ -90,6 +92,6 @@ export function createReadTool(root: string, _options: ReadToolOptions = {}): To
       }
       return callCore(context?.signal, (cancel) => ws.readFileWindow(input.path, input.offset, input.limit, cancel));
     },
-  };
+  }, gate, (i: ReadInput) => [i.path]);
 }
 

@@ -1,4 +1,5 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
+import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
@@ -31,7 +32,7 @@ export interface SearchOutput {
   note?: string;
 }
 
-export interface SearchToolOptions {
+export interface SearchToolOptions extends ApprovalOptions {
   /** Leave out files that .gitignore ignores (and `.git`). Default true. */
   gitignore?: boolean;
 }
@@ -70,7 +71,8 @@ const description = [
 export function createSearchTool(root: string, options: SearchToolOptions = {}): Tool<SearchInput, SearchOutput> {
   const ws = openWorkspace(root);
   const gitignore = options.gitignore ?? true;
-  return {
+  const gate = new Gate("createSearchTool", options, ws.canonical);
+  return gateReadTool({
     name: "search_files",
     effect: "read",
     description,
@@ -104,5 +106,5 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
         ),
       );
     },
-  };
+  }, gate, (i: SearchInput) => [i.path ?? "."]);
 }

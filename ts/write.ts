@@ -3,6 +3,7 @@ import { checkSchema, type JsonSchema } from "./schema.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
 export interface WriteInput {
   path: string;
@@ -24,7 +25,7 @@ export interface WriteOutput {
 export const DEFAULT_MAX_WRITE_BYTES: number = binding.MAX_WRITE_BYTES;
 const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
-export interface WriteToolOptions extends WriteGuardOptions {
+export interface WriteToolOptions extends WriteGuardOptions, ApprovalOptions {
   /** Largest content accepted, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;
 }
@@ -67,7 +68,21 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
   const limit = limitOf(options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createWriteTool", options, ws.canonical);
+  const spec: WriteSpec<WriteInput, WriteOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewWrite(input.path, input.content, limit, cancel, input.expectedHash, guard))),
+    async run(input, context, files) {
+      // Approved: held to the hash the preview was computed on (checked in the core under the lock).
+      const expected = files ? Object.values(files)[0] : input.expectedHash;
+      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
+      const r = await callNative(context?.signal, (cancel) => ws.writeFile(input.path, input.content, limit, cancel, expected, guard));
+      return { path: r.path!, bytes: r.bytes!, created: r.created! };
+    },
+  };
+  return attachHooks({
     name: "write_file",
     effect: "write",
     description: describe(limit),
@@ -82,12 +97,8 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
       }
       return expectedHash === undefined ? { path, content } : { path, content, expectedHash };
     },
-    async execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
-      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard),
-      );
-      return { path: r.path!, bytes: r.bytes!, created: r.created! };
+    execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
+      return gate.execute("write_file", spec, input, context);
     },
-  };
+  }, gate.hooks("write_file", spec));
 }
