@@ -1,4 +1,4 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callNative, fromConversion, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -88,7 +88,14 @@ export function createApplyPatchTool(
   const gate = new Gate("createApplyPatchTool", options, ws.canonical);
   const spec: WriteSpec<ApplyPatchInput, ApplyPatchOutput> = {
     effect: "write",
-    paths: (input) => binding.patchPaths(input.patch),
+    paths(input) {
+      try {
+        return binding.patchPaths(input.patch);
+      } catch (err) {
+        const converted = fromConversion(err);
+        throw converted === err ? fromThrown(err) : converted;
+      }
+    },
     preview: async (input, signal) =>
       toPreview(await callNative(signal, (cancel) => ws.previewPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard))),
     async run(input, context, files) {

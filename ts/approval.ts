@@ -489,10 +489,19 @@ export class Gate {
     let code: string | undefined;
     try {
       if (signal?.aborted) throw abortError(signal);
-      summary = this.#summary(tool, spec, input);
-      const argv = spec.effect === "process" ? spec.describe(input).argv : undefined;
-      const paths = spec.effect === "process" ? [] : spec.paths(input);
-      const grants = spec.effect === "process" ? spec.grants(input) : undefined;
+      let argv: string[] | undefined;
+      let paths: string[];
+      let grants: Grants | undefined;
+      try {
+        summary = this.#summary(tool, spec, input);
+        argv = spec.effect === "process" ? spec.describe(input).argv : undefined;
+        paths = spec.effect === "process" ? [] : spec.paths(input);
+        grants = spec.effect === "process" ? spec.grants(input) : undefined;
+      } catch (err) {
+        // An input that skipped `validate` and has the wrong types.
+        if (err instanceof ToolError) throw err;
+        throw invalidArguments(ArgumentsReason.INVALID_ARGUMENTS_SHAPE, "an argument has the wrong type; call the tool with the types of its parameters schema (validate the input first)");
+      }
       const verdict = this.#decide(tool, spec.effect, argv, paths, grants);
       if (verdict === "deny") {
         decision = "refused";
