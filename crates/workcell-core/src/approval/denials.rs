@@ -5,7 +5,7 @@
 //! its start and its end):
 //! - file system: `permission denied`, `operation not permitted`, `read-only file system`,
 //!   `EACCES`, `EPERM`, `EROFS` -> kind `"write"`, or `"read"` when the line says it was reading
-//!   (`read`, `scandir`, `stat`, `cat:`, `ls:`, `access`, `lstat` without any writing word);
+//!   (`read`, `scandir`, `stat`, `cat:`, `ls:`, `opendir` without any writing word);
 //! - network: `could not resolve host`, `ECONNREFUSED`, `network is unreachable`,
 //!   `ENETUNREACH`, `getaddrinfo`, `EAI_AGAIN`, `name or service not known`, and a `connect`
 //!   refused with `EACCES` or `EPERM` (how Landlock's TCP rules show) -> kind `"network"`.
@@ -47,7 +47,20 @@ pub struct SandboxState {
     pub grants: bool,
 }
 
-const FS_MARKERS: &[&str] = &["permission denied", "operation not permitted", "read-only file system", "eacces", "eperm", "erofs"];
+const FS_MARKERS: &[&str] = &[
+    "permission denied",
+    "operation not permitted",
+    "read-only file system",
+    "eacces",
+    "eperm",
+    "erofs",
+    // Node.js's permission model (node_process), which refuses before the kernel does.
+    "err_access_denied",
+    "access to this api has been restricted",
+];
+/// Lines after a marker that may still belong to its error (Node prints the error's fields
+/// after the stack: `permission: 'FileSystemWrite'`, `resource: '/etc/x'`, `path: '/etc/x'`).
+const LOOKAHEAD_LINES: usize = 16;
 const NET_MARKERS: &[&str] = &[
     "could not resolve host",
     "econnrefused",
@@ -58,7 +71,7 @@ const NET_MARKERS: &[&str] = &[
     "name or service not known",
     "temporary failure in name resolution",
 ];
-const READ_WORDS: &[&str] = &["read", "scandir", "stat", "cat:", "ls:", "access", "opendir"];
+const READ_WORDS: &[&str] = &["read", "scandir", "stat", "cat:", "ls:", "opendir"];
 const WRITE_WORDS: &[&str] = &[
     "write", "mkdir", "create", "touch", "rename", "unlink", "rmdir", "remove", "cp:", "mv:", "rm:", "ln:", "read-only", "erofs", "chmod",
     "symlink", "copyfile", "utime", "open",
@@ -146,9 +159,10 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
     for output in outputs {
         let (head, tail) = scanned(output);
         for part in [head, tail] {
-            for raw in part.lines() {
+            let lines: Vec<&str> = part.lines().collect();
+            for (i, raw) in lines.iter().enumerate() {
                 let line = raw.to_ascii_lowercase();
-                let kind = if is_network(&line) {
+                let mut kind = if is_network(&line) {
                     if !state.network_blocked {
                         continue;
                     }
@@ -161,14 +175,26 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
                 } else {
                     continue;
                 };
-                let paths = if kind == "network" { Vec::new() } else { paths_in(raw, root) };
+                let mut paths = if kind == "network" { Vec::new() } else { paths_in(raw, root) };
+                if kind != "network" && paths.is_empty() {
+                    // The error's own fields, a few lines on (only `resource:`, `path:` and
+                    // `permission:` lines: a stack trace's file names are not what was refused).
+                    for next in lines.iter().skip(i + 1).take(LOOKAHEAD_LINES) {
+                        let t = next.trim_start().to_ascii_lowercase();
+                        if t.starts_with("resource:") || t.starts_with("path:") || t.starts_with("dest:") {
+                            paths.extend(paths_in(next, root));
+                        } else if t.starts_with("permission:") {
+                            kind = if t.contains("read") && !t.contains("write") { "read" } else { "write" };
+                        }
+                    }
+                }
                 if paths.is_empty() {
                     if !denials.iter().any(|d| d.kind == kind) {
                         push(Denial { kind, path: None }, &mut denials);
                     }
                 } else {
-                    // A path-less entry of the same kind is replaced by the named ones.
-                    denials.retain(|d| !(d.kind == kind && d.path.is_none()));
+                    // A path-less file-system entry is replaced by the named ones.
+                    denials.retain(|d| !(d.kind != "network" && d.path.is_none()));
                     for p in paths {
                         push(Denial { kind, path: Some(p) }, &mut denials);
                     }
@@ -255,6 +281,8 @@ mod tests {
             ("Error: getaddrinfo EAI_AGAIN registry.npmjs.org", "network"),
             ("Error: connect EACCES 93.184.216.34:443", "network"),
             ("Error: connect EPERM 10.0.0.1:22", "network"),
+            ("Error: Access to this API has been restricted", "write"),
+            ("  code: 'ERR_ACCESS_DENIED',", "write"),
         ];
         for (line, kind) in cases {
             let h = hint(line).unwrap_or_else(|| panic!("no hint for {line}"));
@@ -264,6 +292,14 @@ mod tests {
             assert!(h.note.find("grants: {").unwrap() < first_off, "{}", h.note);
         }
         assert_eq!(hint("touch: cannot touch '/etc/x': Permission denied").unwrap().denials[0].path.as_deref(), Some("/etc/x"));
+    }
+
+    #[test]
+    fn node_permission_errors_name_their_resource_not_the_stack() {
+        let out = "Error: Access to this API has been restricted\n    at Object.readFileSync (node:fs:441:20)\n    at /usr/lib/node_modules/x/index.js:1:1 {\n  code: 'ERR_ACCESS_DENIED',\n  permission: 'FileSystemRead',\n  resource: '/etc/shadow'\n}\n";
+        let h = hint(out).unwrap();
+        assert_eq!(h.denials, vec![Denial { kind: "read", path: Some("/etc/shadow".into()) }]);
+        assert!(h.note.contains("readPaths: [\"/etc/shadow\"]"), "{}", h.note);
     }
 
     #[test]
