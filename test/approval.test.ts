@@ -321,3 +321,125 @@ describe("onAudit", () => {
     expect(await failing.execute(failing.validate({ path: "b.txt", content: "y" }), ctx())).toEqual({ path: "b.txt", bytes: 1, created: true });
   });
 });
+
+describe("adapters", () => {
+  const usage = {
+    inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
+    outputTokens: { total: 5, text: 5, reasoning: undefined },
+  };
+  const toolCallStep = (toolName: string, input: unknown, toolCallId = "call-1") => ({
+    content: [{ type: "tool-call" as const, toolCallId, toolName, input: JSON.stringify(input) }],
+    finishReason: { unified: "tool-calls" as const, raw: "tool_calls" },
+    usage,
+    warnings: [],
+  });
+  const textStep = (text: string) => ({ content: [{ type: "text" as const, text }], finishReason: { unified: "stop" as const, raw: "stop" }, usage, warnings: [] });
+
+  async function sdkRound(root: string, changeBeforeAnswer: boolean) {
+    const { generateText, stepCountIs } = await import("ai");
+    const { MockLanguageModelV3 } = await import("ai/test");
+    const { toAISDKTools } = await import("workcell/ai");
+    const model = new MockLanguageModelV3({ doGenerate: [toolCallStep("write_file", { path: "a.txt", content: "two\n" }), textStep("done")] });
+    const shown: ApprovalRequest[] = [];
+    const tools = toAISDKTools(createCodingTools(root), { needsApproval: { write: true }, onApprovalRequest: (r) => shown.push(r) });
+    const first = await generateText({ model, tools, prompt: "change it", stopWhen: stepCountIs(3) });
+    const request = first.content.find((p) => p.type === "tool-approval-request") as any;
+    expect(request).toBeDefined();
+    expect(request.toolCall).toMatchObject({ toolName: "write_file", toolCallId: "call-1" });
+    expect(shown[0]).toMatchObject({ toolCallId: "call-1", summary: "write_file a.txt: +1 -1" });
+    expect(await readFile(join(root, "a.txt"), "utf8")).toBe("one\n");
+    if (changeBeforeAnswer) await writeFile(join(root, "a.txt"), "edited meanwhile\n");
+    const second = await generateText({
+      model,
+      tools,
+      messages: [
+        { role: "user", content: "change it" },
+        ...first.response.messages,
+        { role: "tool", content: [{ type: "tool-approval-response", approvalId: request.approvalId, approved: true }] },
+      ],
+      stopWhen: stepCountIs(3),
+    });
+    return second;
+  }
+
+  test("ai_sdk_generate_text_with_mock_model_through_an_approval_request_and_response", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "one\n");
+    const second = await sdkRound(root, false);
+    expect(second.text).toBe("done");
+    expect(await readFile(join(root, "a.txt"), "utf8")).toBe("two\n");
+    // The approved call's result, as the model gets it with the next step.
+    const result = (second.response.messages[0]!.content as any[]).find((p) => p.type === "tool-result");
+    expect(result).toMatchObject({ toolCallId: "call-1", toolName: "write_file" });
+    expect(result.output).toEqual({ type: "json", value: { path: "a.txt", bytes: 4, created: false } });
+  });
+
+  test("ai_sdk_approval_keeps_the_hash_check_at_execution", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "one\n");
+    const second = await sdkRound(root, true);
+    const result = (second.response.messages[0]!.content as any[]).find((p) => p.type === "tool-result");
+    expect(result.output.type).toMatch(/^error/);
+    expect(JSON.stringify(result.output)).toContain("TARGET_CHANGED");
+    expect(await readFile(join(root, "a.txt"), "utf8")).toBe("edited meanwhile\n");
+  });
+
+  async function mcpPair(capabilities: Record<string, unknown>, answer?: (message: string) => unknown, fallback?: "deny" | "allow") {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { InMemoryTransport } = await import("@modelcontextprotocol/sdk/inMemory.js");
+    const { ElicitRequestSchema } = await import("@modelcontextprotocol/sdk/types.js");
+    const { createMcpServer, createMcpApprover } = await import("workcell/mcp");
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "one\n");
+    const approver = createMcpApprover(fallback ? { fallback } : {});
+    const server = createMcpServer(createCodingTools(root, { approve: approver.approve, approvalFor: { write: "ask" } }));
+    approver.attach(server);
+    const [c, s] = InMemoryTransport.createLinkedPair();
+    await server.connect(s);
+    const client = new Client({ name: "t", version: "1" }, { capabilities });
+    if (answer) client.setRequestHandler(ElicitRequestSchema, async (req) => answer((req.params as { message: string }).message) as never);
+    await client.connect(c);
+    const write = async (content: string) => {
+      const r = (await client.callTool({ name: "write_file", arguments: { path: "a.txt", content } })) as { content: { text: string }[]; isError?: boolean };
+      return JSON.parse(r.content[0]!.text);
+    };
+    return { root, write, close: async () => (await client.close(), await server.close()) };
+  }
+
+  test("mcp_asks_through_elicitation_with_the_diff_and_the_answer_decides", async () => {
+    const messages: string[] = [];
+    let yes = true;
+    const pair = await mcpPair({ elicitation: {} }, (message) => {
+      messages.push(message);
+      return yes ? { action: "accept", content: { approve: true } } : { action: "accept", content: { approve: false, reason: "keep one" } };
+    });
+    try {
+      expect(await pair.write("two\n")).toEqual({ path: "a.txt", bytes: 4, created: false });
+      expect(messages[0]).toContain("write_file a.txt: +1 -1");
+      expect(messages[0]).toContain("-one\n+two\n");
+      yes = false;
+      const denied = await pair.write("three\n");
+      expect(denied.error.code).toBe("APPROVAL_DENIED");
+      expect(denied.error.message).toContain("keep one");
+      expect(await readFile(join(pair.root, "a.txt"), "utf8")).toBe("two\n");
+    } finally {
+      await pair.close();
+    }
+  });
+
+  test("mcp_without_elicitation_follows_the_server_option_default_deny", async () => {
+    const denyPair = await mcpPair({});
+    try {
+      expect((await denyPair.write("two\n")).error.code).toBe("APPROVAL_DENIED");
+      expect(await readFile(join(denyPair.root, "a.txt"), "utf8")).toBe("one\n");
+    } finally {
+      await denyPair.close();
+    }
+    const allowPair = await mcpPair({}, undefined, "allow");
+    try {
+      expect((await allowPair.write("two\n")).created).toBe(false);
+    } finally {
+      await allowPair.close();
+    }
+  });
+});

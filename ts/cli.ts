@@ -8,6 +8,7 @@ import { ToolError } from "./errors.js";
 
 const USAGE = `usage:
   workcell mcp --root DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
+               [--ask write,process] [--approve deny|allow]
       Serve workcell's tools for the workspace DIR to an MCP client over stdio.
       --network         let the processes the tools start use the network (blocked by default)
       --timeout-ms N    the timeout of the tools that start processes, in milliseconds
@@ -15,6 +16,11 @@ const USAGE = `usage:
                         to run processes without every layer) or off
       --read-path P     an absolute path the processes may also read (repeatable)
       --write-path P    an absolute path the processes may also read and write (repeatable)
+      --ask EFFECTS     which calls ask the user first (write, process, or both, comma-separated);
+                        a call may always ask for grants. The client's user is asked through MCP
+                        elicitation (the diff in the message) when the client supports it
+      --approve ANSWER  the answer when the client cannot ask its user: deny (default) or allow
+                        (grants are always denied without asking)
   workcell demo
       Run a scripted agent session against a fresh temporary workspace and print it.
   workcell --version | --help`;
@@ -57,6 +63,20 @@ export async function main(args: string[]): Promise<number> {
 
 /** Parses `mcp`'s flags into the root and the options of createCodingTools. */
 export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions } {
+  const { root, options } = parseMcp(args);
+  return { root, options };
+}
+
+/** `mcp`'s approval flags: which effects ask (`--ask`), the answer without elicitation (`--approve`). */
+export function parseMcpApproval(args: string[]): { ask: ("write" | "process")[]; fallback: "deny" | "allow" } {
+  return parseMcp(args).approval;
+}
+
+function parseMcp(args: string[]): {
+  root: string;
+  options: CodingToolsOptions;
+  approval: { ask: ("write" | "process")[]; fallback: "deny" | "allow" };
+} {
   const { values, positionals } = parseArgs({
     args,
     options: {
@@ -66,6 +86,8 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
       sandbox: { type: "string" },
       "read-path": { type: "string", multiple: true },
       "write-path": { type: "string", multiple: true },
+      ask: { type: "string" },
+      approve: { type: "string" },
     },
     strict: true,
     allowPositionals: true,
@@ -97,25 +119,29 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
     }
     processes[key] = paths;
   }
-  return { root: resolve(values.root), options: Object.keys(processes).length > 0 ? { processes } : {} };
+  const ask: ("write" | "process")[] = [];
+  if (values.ask !== undefined) {
+    for (const effect of values.ask.split(",").map((e) => e.trim())) {
+      if (effect !== "write" && effect !== "process") throw new Error(`--ask takes write, process or write,process (got ${JSON.stringify(values.ask)})`);
+      if (!ask.includes(effect)) ask.push(effect);
+    }
+  }
+  const fallback = values.approve ?? "deny";
+  if (fallback !== "deny" && fallback !== "allow") throw new Error(`--approve must be deny or allow (got ${JSON.stringify(values.approve)})`);
+  return {
+    root: resolve(values.root),
+    options: Object.keys(processes).length > 0 ? { processes } : {},
+    approval: { ask, fallback },
+  };
 }
 
 async function mcp(args: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parseMcpArgs>;
+  let parsed: ReturnType<typeof parseMcp>;
   try {
-    parsed = parseMcpArgs(args);
+    parsed = parseMcp(args);
   } catch (err) {
     return fail(err instanceof Error ? err.message : String(err));
   }
-  let tools;
-  try {
-    tools = createCodingTools(parsed.root, parsed.options);
-  } catch (err) {
-    const detail = err instanceof ToolError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
-    process.stderr.write(`workcell: cannot open the workspace ${parsed.root}: ${detail}\n`);
-    return 1;
-  }
-
   let adapter: typeof import("./adapters/mcp.js");
   try {
     adapter = await import("./adapters/mcp.js");
@@ -128,8 +154,27 @@ async function mcp(args: string[]): Promise<number> {
     }
     throw err;
   }
+  // Calls that ask (and every call with grants) ask the client's user through elicitation.
+  const approver = adapter.createMcpApprover({ fallback: parsed.approval.fallback });
+  let tools;
+  try {
+    tools = createCodingTools(parsed.root, {
+      ...parsed.options,
+      approve: approver.approve,
+      approvalFor: {
+        write: parsed.approval.ask.includes("write") ? "ask" : "allow",
+        process: parsed.approval.ask.includes("process") ? "ask" : "allow",
+        grant: "ask",
+      },
+    });
+  } catch (err) {
+    const detail = err instanceof ToolError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+    process.stderr.write(`workcell: cannot open the workspace ${parsed.root}: ${detail}\n`);
+    return 1;
+  }
 
   const server = adapter.createMcpServer(tools);
+  approver.attach(server);
   // workcell's own stdio transport: a line over 10 MiB, a line that is not JSON or a request
   // with bad params is answered with a JSON-RPC error, and the session goes on.
   const transport = new adapter.McpStdioTransport();
