@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.ApprovalRules = nativeBinding.ApprovalRules
 module.exports.CancelHandle = nativeBinding.CancelHandle
 module.exports.NativeProcessTable = nativeBinding.NativeProcessTable
 module.exports.NativeWorkspace = nativeBinding.NativeWorkspace
@@ -852,8 +853,13 @@ module.exports.MAX_OUTPUT_CAP = nativeBinding.MAX_OUTPUT_CAP
 module.exports.MAX_WRITE_BYTES = nativeBinding.MAX_WRITE_BYTES
 module.exports.MAX_WRITE_BYTES_CEILING = nativeBinding.MAX_WRITE_BYTES_CEILING
 module.exports.normalizePath = nativeBinding.normalizePath
+module.exports.patchPaths = nativeBinding.patchPaths
 module.exports.processReaper = nativeBinding.processReaper
 module.exports.reservedEnv = nativeBinding.reservedEnv
+module.exports.SANDBOX_MAX_PROCESSES = nativeBinding.SANDBOX_MAX_PROCESSES
+module.exports.SANDBOX_MIN_MEMORY_BYTES = nativeBinding.SANDBOX_MIN_MEMORY_BYTES
+module.exports.sandboxDenials = nativeBinding.sandboxDenials
 module.exports.sandboxFeatures = nativeBinding.sandboxFeatures
 module.exports.sandboxGrantPath = nativeBinding.sandboxGrantPath
+module.exports.sandboxLimits = nativeBinding.sandboxLimits
 module.exports.sandboxNetworkAllow = nativeBinding.sandboxNetworkAllow

@@ -9,6 +9,14 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** The host's approval rules, compiled once. */
+export declare class ApprovalRules {
+  /** Throws with a message for the host's TypeError (an invalid glob, pattern or decision). */
+  constructor(rules: Array<ApprovalRuleSpec>)
+  /** The first rule matching a call, if any. */
+  decide(tool: string, argv: Array<string> | undefined | null, paths: Array<string>): RuleMatch | null
+}
+
 /** A cancellation handle the JS layer triggers from an AbortSignal's `abort` event. */
 export declare class CancelHandle {
   constructor()
@@ -35,6 +43,18 @@ export declare class NativeProcessTable {
 
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
+  /** write_file's change, computed without effects: `{ summary, diff, files }` or `{ error }`. */
+  previewWrite(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** edit_file's change, computed without effects. */
+  previewEdit(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** apply_patch's change, computed without effects (every file; a move's both names). */
+  previewPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** move_file's change, computed without effects. */
+  previewMove(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** delete_file's change, computed without effects. */
+  previewDelete(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  /** make_directory's change, computed without effects. */
+  previewMakeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
   /**
    * Checks run_command's input (policy, cwd grammar, timeout) without any effect. Throws
    * (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -61,11 +81,11 @@ export declare class NativeWorkspace {
    */
   applyPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { files: { path: string; action: "add" | "delete" | "update"; movedTo?: string; bytes?: number }[]; diff: string; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`. */
-  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`. */
-  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { path: string; kind: "file" | "symlink" | "directory" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { path: string; kind: "file" | "symlink" | "directory" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`. */
-  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -118,6 +138,14 @@ export declare class NativeWorkspace {
 export declare class WriteGuard {
   /** Compiles the globs; throws a TypeError naming an invalid one. */
   constructor(protect: Array<string>, refuseLinks: boolean)
+}
+
+/** One host rule, as given. */
+export interface ApprovalRuleSpec {
+  tool?: string
+  argv?: Array<string>
+  path?: string
+  decision: string
 }
 
 /**
@@ -248,6 +276,8 @@ export interface NodeProcessOptions {
   sandboxLimit?: SandboxFeatureLimit
   /** The process table whose sessions' ports this tool's processes may connect to. */
   portGroup?: number
+  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
+  limits?: SandboxLimits
   /** The host's Node.js permission model, when it has one. */
   nodePermission?: NodePermissionSupport
 }
@@ -273,10 +303,30 @@ export interface NodeProcessResult {
  */
 export declare function normalizePath(path: string): string
 
+/**
+ * Every path a (valid) patch touches, normalized and in order: an Update's Move to right
+ * after its source (what rules, the audit and the write guard see); throws like
+ * `checkPatchArguments` for an invalid patch.
+ */
+export declare function patchPaths(patch: string): Array<string>
+
 /** One entry of `expectedHashes`. */
 export interface PathHash {
   path: string
   hash: string
+}
+
+/** One path of a preview and its approval string. */
+export interface PreviewFile {
+  path: string
+  hash: string
+}
+
+export interface PreviewResult {
+  summary?: string
+  diff?: string
+  files?: Array<PreviewFile>
+  error?: NativeError
 }
 
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
@@ -299,6 +349,8 @@ export interface ProcessToolsOptions {
   /** `network: { allow }`: the hosts the processes may reach through the filtering proxy. */
   networkAllow?: Array<string>
   sandboxLimit?: SandboxFeatureLimit
+  /** The resource caps of each process tree (defaults filled in by `sandboxLimits`). */
+  limits?: SandboxLimits
   /** TCP ports a session may ask for. */
   ports?: Array<number>
   maxProcesses?: number
@@ -306,6 +358,11 @@ export interface ProcessToolsOptions {
 
 /** The variables the process tools set themselves (a host cannot pass them through). */
 export declare function reservedEnv(): Array<string>
+
+export interface RuleMatch {
+  index: number
+  decision: string
+}
 
 /** The host's configuration of run_command. */
 export interface RunCommandOptions {
@@ -339,6 +396,8 @@ export interface RunCommandOptions {
   sandboxLimit?: SandboxFeatureLimit
   /** The process table whose sessions' ports this tool's processes may connect to. */
   portGroup?: number
+  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
+  limits?: SandboxLimits
 }
 
 export interface RunCommandResult {
@@ -392,6 +451,8 @@ export interface RunTestsOptions {
   sandboxLimit?: SandboxFeatureLimit
   /** The process table whose sessions' ports this tool's processes may connect to. */
   portGroup?: number
+  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
+  limits?: SandboxLimits
 }
 
 export interface RunTestsResult {
@@ -413,6 +474,28 @@ export interface RunTestsResult {
   error?: NativeError
 }
 
+/** Most processes `limits.processes` may allow. */
+export declare const SANDBOX_MAX_PROCESSES: number
+
+/** Smallest `limits.memoryBytes` (64 MiB: less does not start Node). */
+export declare const SANDBOX_MIN_MEMORY_BYTES: number
+
+export interface SandboxDenial {
+  kind: string
+  path?: string
+}
+
+export interface SandboxDenialHint {
+  denials: Array<SandboxDenial>
+  note: string
+}
+
+/**
+ * What the failed output of a confined process shows the sandbox refused, and the next
+ * step: `null` for a success, an unconfined call or output without a denial.
+ */
+export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean): SandboxDenialHint | null
+
 /**
  * Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
  * only take away from what the probe found.
@@ -423,6 +506,8 @@ export interface SandboxFeatureLimit {
   pidNamespace?: boolean
   userNamespace?: boolean
   procMount?: boolean
+  /** `false`: a system where the host can create no cgroup. */
+  cgroups?: boolean
 }
 
 /** Probes (once per process) what the sandbox can use here. */
@@ -442,6 +527,34 @@ export interface SandboxFeatures {
  */
 export declare function sandboxGrantPath(path: string): string
 
+/** One cap as enforced. */
+export interface SandboxLimitReport {
+  max: number
+  /** `"rlimit"`, `"cgroup-v2"`, `"cgroup-v1"` or `"none"`. */
+  by: string
+}
+
+/**
+ * The caps `limits` asks for, with the defaults filled in (processes 512, half the physical
+ * memory rounded down to a whole MiB, 4 GiB per file); throws with a message for the host when
+ * one is unusable.
+ */
+export declare function sandboxLimits(limits?: SandboxLimits | undefined | null): SandboxLimits
+
+/** The resource caps of a confined tree (`limits`); a missing one takes its default. */
+export interface SandboxLimits {
+  processes?: number
+  memoryBytes?: number
+  fileBytes?: number
+}
+
+/** The caps of a call and how each was enforced (`sandbox.limits`). */
+export interface SandboxLimitsReport {
+  processes: SandboxLimitReport
+  memoryBytes: SandboxLimitReport
+  fileBytes: SandboxLimitReport
+}
+
 /**
  * Checks the entries of `network: { allow }`; throws with a message for the host naming the
  * first bad one. Returns what each entry allows (presets expanded).
@@ -458,6 +571,7 @@ export interface SandboxReport {
   /** `"namespace"` or `"group"`. */
   processes: string
   nodePermission: boolean
+  limits: SandboxLimitsReport
 }
 
 export interface SearchArgs {

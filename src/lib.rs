@@ -3,6 +3,7 @@
 
 #![deny(clippy::all)]
 
+mod approval;
 mod command;
 mod convert;
 mod edit;

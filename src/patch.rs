@@ -36,6 +36,16 @@ pub fn check_patch_arguments(patch: Utf16String, expected_hashes: Option<Vec<Pat
     patch_request(patch, expected_hashes, max_bytes).map(|r| r.targets().len() as u32).map_err(throw)
 }
 
+/// Every path a (valid) patch touches, normalized and in order: an Update's Move to right
+/// after its source (what rules, the audit and the write guard see); throws like
+/// `checkPatchArguments` for an invalid patch.
+#[napi]
+pub fn patch_paths(patch: Utf16String) -> napi::Result<Vec<String>> {
+    (|| workcell_core::patch::parse::parse(&strict_string(patch)?, workcell_core::write::MAX_WRITE_BYTES_CEILING))()
+        .map(|p| p.targets().iter().map(|t| t.as_str().to_string()).collect())
+        .map_err(throw)
+}
+
 /// move_file's effect-free checks; returns the normalized `[from, to]`.
 #[napi]
 pub fn check_move_arguments(from: Utf16String, to: Utf16String) -> napi::Result<Vec<String>> {
@@ -90,10 +100,14 @@ impl NativeWorkspace {
         overwrite: Option<bool>,
         cancel: Option<&CancelHandle>,
         guard: Option<&WriteGuard>,
+        expected: Option<Vec<PathHash>>,
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
-        let checked = (|| MoveRequest::new(&strict_string(from)?, &strict_string(to)?, overwrite.unwrap_or(false)))()
-            .map(|r| r.with_guard(guard_of(guard)));
+        let checked = (|| {
+            MoveRequest::new(&strict_string(from)?, &strict_string(to)?, overwrite.unwrap_or(false))?
+                .with_guard(guard_of(guard))
+                .with_expected(crate::approval::expected_of(expected)?)
+        })();
         let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
@@ -116,9 +130,10 @@ impl NativeWorkspace {
         path: Utf16String,
         cancel: Option<&CancelHandle>,
         guard: Option<&WriteGuard>,
+        expected: Option<Vec<PathHash>>,
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
-        let checked = (|| DeleteRequest::new(&strict_string(path)?))().map(|r| r.with_guard(guard_of(guard)));
+        let checked = (|| DeleteRequest::new(&strict_string(path)?)?.with_guard(guard_of(guard)).with_expected(crate::approval::expected_of(expected)?))();
         let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),
@@ -141,9 +156,10 @@ impl NativeWorkspace {
         path: Utf16String,
         cancel: Option<&CancelHandle>,
         guard: Option<&WriteGuard>,
+        expected: Option<Vec<PathHash>>,
     ) -> napi::Result<Object<'env>> {
         let cancel = cancel_of(cancel);
-        let checked = (|| MkdirRequest::new(&strict_string(path)?))().map(|r| r.with_guard(guard_of(guard)));
+        let checked = (|| MkdirRequest::new(&strict_string(path)?)?.with_guard(guard_of(guard)).with_expected(crate::approval::expected_of(expected)?))();
         let (promise, settle) = settled_by(env)?;
         match checked {
             Err(e) => settle(Err(e)),

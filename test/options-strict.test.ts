@@ -32,6 +32,8 @@ function validValue(kind: OptionKind): unknown {
       return "/";
     case "function":
       return () => undefined;
+    case "array":
+      return [];
     case "object":
     case "record":
       return {};
@@ -63,6 +65,8 @@ function wrongValues(kind: OptionKind): unknown[] {
       return ["/", ["relative/dir"]];
     case "function":
       return ["f", {}];
+    case "array":
+      return ["x", {}];
     case "object":
     case "record":
       return ["x", [], 1];

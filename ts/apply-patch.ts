@@ -1,4 +1,4 @@
-import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, callNative, fromConversion, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { APPLY_PATCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
@@ -6,6 +6,7 @@ import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { Gate, attachHooks, toPreview, type WriteSpec } from "./approval.js";
 
 export interface ApplyPatchInput {
   /** The patch text, from `*** Begin Patch` to `*** End Patch`. */
@@ -107,7 +108,28 @@ export function createApplyPatchTool(
   const ws = openWorkspace(root);
   const hashList = (hashes: Record<string, string> | undefined) =>
     hashes === undefined ? undefined : Object.entries(hashes).map(([path, hash]) => ({ path, hash }));
-  return {
+  const gate = new Gate("createApplyPatchTool", options, ws.canonical);
+  const spec: WriteSpec<ApplyPatchInput, ApplyPatchOutput> = {
+    effect: "write",
+    paths(input) {
+      try {
+        return binding.patchPaths(input.patch);
+      } catch (err) {
+        const converted = fromConversion(err);
+        throw converted === err ? fromThrown(err) : converted;
+      }
+    },
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard))),
+    async run(input, context, files) {
+      // Approved: every file the patch touches held to its preview hash (the model's own
+      // expectedHashes were checked by the preview and are the same strings).
+      const expected = files ? hashList(files) : hashList(input.expectedHashes);
+      // Rust repeats every check of `validate`; the queue positions are taken synchronously here.
+      return callCore(context?.signal, (cancel) => ws.applyPatch(input.patch, expected, limit, cancel, guard));
+    },
+  };
+  return attachHooks({
     [WORKSPACE_ROOT]: ws.canonical,
     name: "apply_patch",
     effect: "write",
@@ -136,9 +158,8 @@ export function createApplyPatchTool(
       }
       return hashes === undefined ? { patch } : { patch, expectedHashes: hashes };
     },
-    async execute(input: ApplyPatchInput, context: ToolContext): Promise<ApplyPatchOutput> {
-      // Rust repeats every check of `validate`; the queue positions are taken synchronously here.
-      return callCore(context?.signal, (cancel) => ws.applyPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard));
+    execute(input: ApplyPatchInput, context: ToolContext): Promise<ApplyPatchOutput> {
+      return gate.execute("apply_patch", spec, input, context);
     },
-  };
+  }, gate.hooks("apply_patch", spec));
 }

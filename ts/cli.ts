@@ -11,6 +11,7 @@ import { nearestKey } from "./options.js";
 
 const USAGE = `usage:
   workcell mcp --root DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
+               [--ask write,process] [--approve deny|allow]
       Serve workcell's tools for the workspace DIR to an MCP client over stdio.
       --network         let the processes the tools start use the network (blocked by default)
       --timeout-ms N    the timeout of the tools that start processes, in milliseconds
@@ -18,6 +19,11 @@ const USAGE = `usage:
                         to run processes without every layer) or off
       --read-path P     an absolute path the processes may also read (repeatable)
       --write-path P    an absolute path the processes may also read and write (repeatable)
+      --ask EFFECTS     which calls ask the user first (write, process, or both, comma-separated);
+                        a call may always ask for grants. The client's user is asked through MCP
+                        elicitation (the diff in the message) when the client supports it
+      --approve ANSWER  the answer when the client cannot ask its user: deny (default) or allow
+                        (grants are always denied without asking)
   workcell mcp --http HOST:PORT --root DIR [--token-file F] [--allow-origin O]... [--public]
                [--idle-timeout S] [--max-sessions N] [--max-body-bytes N] [the options above]
       Serve the same tools over MCP's Streamable HTTP transport on http://HOST:PORT/mcp.
@@ -148,6 +154,8 @@ const MCP_FLAGS = {
   "idle-timeout": { type: "string" },
   "max-sessions": { type: "string" },
   "max-body-bytes": { type: "string" },
+  ask: { type: "string" },
+  approve: { type: "string" },
 } as const;
 
 /**
@@ -171,8 +179,19 @@ function parseFlags<F extends NonNullable<ParseArgsConfig["options"]>>(args: str
   }
 }
 
-/** Parses `mcp`'s flags into the root, the options of createCodingTools and `--http`'s settings. */
-export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions; http?: McpHttpArgs } {
+/** `mcp`'s approval flags: which effects ask (`--ask`), the answer without elicitation (`--approve`). */
+export interface McpApprovalArgs {
+  ask: ("write" | "process")[];
+  fallback: "deny" | "allow";
+}
+
+/** `mcp`'s approval flags alone. */
+export function parseMcpApproval(args: string[]): McpApprovalArgs {
+  return parseMcpArgs(args).approval;
+}
+
+/** Parses `mcp`'s flags into the root, the options of createCodingTools, the approval flags and `--http`'s settings. */
+export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions; approval: McpApprovalArgs; http?: McpHttpArgs } {
   const { values, positionals } = parseFlags(args, MCP_FLAGS);
   if (positionals.length > 0) throw new TypeError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if (values.root === undefined || values.root === "") {
@@ -203,11 +222,21 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
   }
   const root = resolve(values.root);
   const options: CodingToolsOptions = Object.keys(processes).length > 0 ? { processes } : {};
+  const ask: ("write" | "process")[] = [];
+  if (values.ask !== undefined) {
+    for (const effect of values.ask.split(",").map((e) => e.trim())) {
+      if (effect !== "write" && effect !== "process") throw new TypeError(`--ask takes write, process or write,process (got ${JSON.stringify(values.ask)})`);
+      if (!ask.includes(effect)) ask.push(effect);
+    }
+  }
+  const fallback = values.approve ?? "deny";
+  if (fallback !== "deny" && fallback !== "allow") throw new TypeError(`--approve must be deny or allow (got ${JSON.stringify(values.approve)})`);
+  const approval: McpApprovalArgs = { ask, fallback };
   const httpOnly = ["token-file", "allow-origin", "public", "idle-timeout", "max-sessions", "max-body-bytes"] as const;
   if (values.http === undefined) {
     const given = httpOnly.find((f) => values[f] !== undefined);
     if (given !== undefined) throw new TypeError(`--${given} applies to --http HOST:PORT only`);
-    return { root, options };
+    return { root, options, approval };
   }
   const http: McpHttpArgs = { ...parseHostPort(values.http), allowOrigins: values["allow-origin"] ?? [], public: values.public ?? false };
   if (values["token-file"] !== undefined) http.tokenFile = values["token-file"];
@@ -217,7 +246,10 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
   for (const o of http.allowOrigins) {
     if (!/^https?:\/\/[^/\s]+$/.test(o)) throw new TypeError(`--allow-origin takes an origin such as https://app.example.com (got ${JSON.stringify(o)})`);
   }
-  return { root, options, http };
+  if (ask.length > 0 || values.approve !== undefined) {
+    throw new TypeError("--ask and --approve apply to stdio only: over --http, approval is the host's (createMcpHttpServer's tools option)");
+  }
+  return { root, options, approval, http };
 }
 
 /** Imports workcell/mcp, or says that the MCP SDK is missing (undefined). */
@@ -294,19 +326,29 @@ async function mcp(args: string[]): Promise<number> {
     return fail(err instanceof Error ? err.message : String(err));
   }
   if (parsed.http) return mcpHttp(parsed.root, parsed.options, parsed.http);
+  const adapter = await loadAdapter();
+  if (!adapter) return 1;
+  // Calls that ask (and every call with grants) ask the client's user through elicitation.
+  const approver = adapter.createMcpApprover({ fallback: parsed.approval.fallback });
   let tools;
   try {
-    tools = createCodingTools(parsed.root, parsed.options);
+    tools = createCodingTools(parsed.root, {
+      ...parsed.options,
+      approve: approver.approve,
+      approvalFor: {
+        write: parsed.approval.ask.includes("write") ? "ask" : "allow",
+        process: parsed.approval.ask.includes("process") ? "ask" : "allow",
+        grant: "ask",
+      },
+    });
   } catch (err) {
     const detail = err instanceof ToolError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
     process.stderr.write(`workcell: cannot open the workspace ${parsed.root}: ${detail}\n`);
     return 1;
   }
 
-  const adapter = await loadAdapter();
-  if (!adapter) return 1;
-
   const server = adapter.createMcpServer(tools);
+  approver.attach(server);
   // workcell's own stdio transport: a line over 10 MiB, a line that is not JSON or a request
   // with bad params is answered with a JSON-RPC error, and the session goes on.
   const transport = new adapter.McpStdioTransport();

@@ -20,6 +20,7 @@ import {
   type FileOpsToolOptions,
 } from "./file-ops.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
 import { PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
@@ -48,6 +49,8 @@ export interface CodingToolsOptions extends CommonToolOptions {
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
    */
   processes?: ProcessToolDefaults;
+  // approve, approvalFor, rules, onAudit (ApprovalOptions): passed to every tool; grants
+  // approved with remember: "session" hold for every process tool of the set.
 }
 
 /** Settings shared by the tools that start processes. */
@@ -115,7 +118,13 @@ function defined<T extends object>(o: T | undefined): Partial<T> {
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
   // The whole tree is checked first, so an error names the full path (processes.sandox).
   checkOptions("createCodingTools", CODING_TOOLS_OPTIONS, options);
-  const base = defined({ descriptions: options.descriptions });
+  // The approval options go to every tool, with one session for the set (remembered grants).
+  const approval: ApprovalOptions & { [APPROVAL_SESSION]: ApprovalSession } = { [APPROVAL_SESSION]: new ApprovalSession() };
+  if (options.approve !== undefined) approval.approve = options.approve;
+  if (options.approvalFor !== undefined) approval.approvalFor = options.approvalFor;
+  if (options.rules !== undefined) approval.rules = options.rules;
+  if (options.onAudit !== undefined) approval.onAudit = options.onAudit;
+  const base = { ...approval, ...defined({ descriptions: options.descriptions }) };
   const processes = { ...base, ...defined(options.processes) };
   const guard = { ...base, ...defined(options.guard) };
   // run_command's description says what the sandbox does; node_process's and run_tests's

@@ -124,7 +124,7 @@ function script(has: (name: string) => boolean, port: number): Step[] {
     { say: "It reads the module it was asked to change.", tool: "read_file", args: { path: "src/greet.js" } },
     { say: "It searches for the function's callers.", tool: "search_files", args: { pattern: "greet\\(" } },
     {
-      say: "It writes a new file (parent directories are created inside the workspace).",
+      say: "It writes a new file (parent directories are created inside the workspace); the user approves the diff first.",
       tool: "write_file",
       args: { path: "src/shout.js", content: 'const { greet } = require("./greet.js");\nexports.shout = (n) => greet(n).toUpperCase() + "!";\n' },
     },
@@ -209,7 +209,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     await symlink("../secret.txt", join(root, "notes.txt"));
 
     const port = await freePort();
-    const registry = new ToolRegistry(createCodingTools(root, { sessions: { ports: [port] } }));
+    // A person in the loop: every write asks first, showing its diff; what is applied is
+    // exactly what was shown (the preview's hashes are checked under the file's lock).
+    const registry = new ToolRegistry(
+      createCodingTools(root, {
+        sessions: { ports: [port] },
+        approvalFor: { write: "ask" },
+        approve: (request) => {
+          print(`    ? the user is asked: ${cut(request.summary, width)}`);
+          const diff = (request.diff ?? "").split("\n").filter((l) => l.length > 0);
+          for (const line of diff.slice(0, 8)) print(`      | ${cut(line, width)}`);
+          if (diff.length > 8) print(`      | ... ${diff.length - 8} more lines`);
+          print("    ? the user approves");
+          return true;
+        },
+      }),
+    );
     closing = registry;
     const names = registry.list().map((t) => t.name);
     report.tools = names;

@@ -1,4 +1,4 @@
-import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { EDIT_OUTPUT_SCHEMA } from "./output-schemas.js";
@@ -6,6 +6,7 @@ import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
+import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
 export interface EditInput {
   path: string;
@@ -96,7 +97,19 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createEditTool", options, ws.canonical);
+  const spec: WriteSpec<EditInput, EditOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewEdit(input.path, input.edits, limit, cancel, input.expectedHash, guard))),
+    async run(input, context, files) {
+      const expected = files ? Object.values(files)[0] : input.expectedHash;
+      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
+      return callCore(context?.signal, (cancel) => ws.editFile(input.path, input.edits, limit, cancel, expected, guard));
+    },
+  };
+  return attachHooks({
     name: "edit_file",
     effect: "write",
     description: options.descriptions === "full" ? describe(limit) : compactDescription,
@@ -113,9 +126,8 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
       }
       return expectedHash === undefined ? { path, edits: copy } : { path, edits: copy, expectedHash };
     },
-    async execute(input: EditInput, context: ToolContext): Promise<EditOutput> {
-      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      return callCore(context?.signal, (cancel) => ws.editFile(input.path, input.edits, limit, cancel, input.expectedHash, guard));
+    execute(input: EditInput, context: ToolContext): Promise<EditOutput> {
+      return gate.execute("edit_file", spec, input, context);
     },
-  };
+  }, gate.hooks("edit_file", spec));
 }

@@ -22,6 +22,7 @@ export const ErrorCode = {
   FILE_EXISTS: "FILE_EXISTS",
   PROCESS_LIMIT: "PROCESS_LIMIT",
   PROCESS_NOT_FOUND: "PROCESS_NOT_FOUND",
+  APPROVAL_DENIED: "APPROVAL_DENIED",
   IO_ERROR: "IO_ERROR",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -40,6 +41,7 @@ export const ArgumentsReason = {
   COMMAND_REFUSED: "COMMAND_REFUSED",
   PATCH_INVALID: "PATCH_INVALID",
   PORT_NOT_ALLOWED: "PORT_NOT_ALLOWED",
+  GRANT_NOT_ALLOWED: "GRANT_NOT_ALLOWED",
 } as const;
 export type ArgumentsReason = (typeof ArgumentsReason)[keyof typeof ArgumentsReason];
 

@@ -1,10 +1,12 @@
-import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { MOVE_FILE_OUTPUT_SCHEMA, DELETE_FILE_OUTPUT_SCHEMA, MAKE_DIRECTORY_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+
+import { Gate, attachHooks, hashList, toPreview, type WriteSpec } from "./approval.js";
 
 
 export interface MoveFileInput {
@@ -66,7 +68,17 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
   checkOptions("createMoveFileTool", MOVE_FILE_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createMoveFileTool", options, ws.canonical);
+  const spec: WriteSpec<MoveFileInput, MoveFileOutput> = {
+    effect: "write",
+    paths: (input) => [input.from, input.to],
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewMove(input.from, input.to, input.overwrite, cancel, guard))),
+    async run(input, context, files) {
+      return callCore(context?.signal, (cancel) => ws.moveFile(input.from, input.to, input.overwrite, cancel, guard, hashList(files)));
+    },
+  };
+  return attachHooks({
     name: "move_file",
     effect: "write",
     description:
@@ -85,10 +97,10 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
       }
       return overwrite === undefined ? { from, to } : { from, to, overwrite };
     },
-    async execute(input: MoveFileInput, context: ToolContext): Promise<MoveFileOutput> {
-      return callCore(context?.signal, (cancel) => ws.moveFile(input.from, input.to, input.overwrite, cancel, guard));
+    execute(input: MoveFileInput, context: ToolContext): Promise<MoveFileOutput> {
+      return gate.execute("move_file", spec, input, context);
     },
-  };
+  }, gate.hooks("move_file", spec));
 }
 
 const deleteParameters: JsonSchema = {
@@ -105,7 +117,16 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
   checkOptions("createDeleteFileTool", DELETE_FILE_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createDeleteFileTool", options, ws.canonical);
+  const spec: WriteSpec<DeleteFileInput, DeleteFileOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) => toPreview(await callNative(signal, (cancel) => ws.previewDelete(input.path, cancel, guard))),
+    async run(input, context, files) {
+      return callCore(context?.signal, (cancel) => ws.deleteFile(input.path, cancel, guard, hashList(files)));
+    },
+  };
+  return attachHooks({
     name: "delete_file",
     effect: "write",
     description:
@@ -124,10 +145,10 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
       }
       return { path };
     },
-    async execute(input: DeleteFileInput, context: ToolContext): Promise<DeleteFileOutput> {
-      return callCore(context?.signal, (cancel) => ws.deleteFile(input.path, cancel, guard));
+    execute(input: DeleteFileInput, context: ToolContext): Promise<DeleteFileOutput> {
+      return gate.execute("delete_file", spec, input, context);
     },
-  };
+  }, gate.hooks("delete_file", spec));
 }
 
 const mkdirParameters: JsonSchema = {
@@ -147,7 +168,16 @@ export function createMakeDirectoryTool(
   checkOptions("createMakeDirectoryTool", MAKE_DIRECTORY_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createMakeDirectoryTool", options, ws.canonical);
+  const spec: WriteSpec<MakeDirectoryInput, MakeDirectoryOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) => toPreview(await callNative(signal, (cancel) => ws.previewMakeDirectory(input.path, cancel, guard))),
+    async run(input, context, files) {
+      return callCore(context?.signal, (cancel) => ws.makeDirectory(input.path, cancel, guard, hashList(files)));
+    },
+  };
+  return attachHooks({
     name: "make_directory",
     effect: "write",
     description:
@@ -166,8 +196,8 @@ export function createMakeDirectoryTool(
       }
       return { path };
     },
-    async execute(input: MakeDirectoryInput, context: ToolContext): Promise<MakeDirectoryOutput> {
-      return callCore(context?.signal, (cancel) => ws.makeDirectory(input.path, cancel, guard));
+    execute(input: MakeDirectoryInput, context: ToolContext): Promise<MakeDirectoryOutput> {
+      return gate.execute("make_directory", spec, input, context);
     },
-  };
+  }, gate.hooks("make_directory", spec));
 }

@@ -55,6 +55,8 @@ export type {
   WriteProcessInput,
   StopProcessInput,
 } from "./process-tools.js";
+export { sandboxDenials, withGrants } from "./approval.js";
+export type { ApprovalOptions, ApprovalRequest, ApprovalAnswer, Approve, ApprovalFor, ApprovalRule, AuditEvent, Grants } from "./approval.js";
 export type { CodingToolsOptions } from "./coding.js";
 export type { ProcessToolDefaults } from "./coding.js";
 export { ToolCallError } from "./adapters/common.js";

@@ -1,6 +1,7 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { LIST_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
@@ -89,7 +90,8 @@ const compactDescription = "List the files beneath a directory as workspace-rela
 export function createListTool(root: string, options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
   checkOptions("createListTool", LIST_OPTIONS, options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createListTool", options, ws.canonical);
+  return gateReadTool({
     name: "list_files",
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
@@ -109,5 +111,5 @@ export function createListTool(root: string, options: ListToolOptions = {}): Too
     async execute(input: ListInput, context: ToolContext): Promise<ListOutput> {
       return callCore(context?.signal, (cancel) => ws.listFiles(input.path, input.depth, input.limit, input.gitignore, cancel));
     },
-  };
+  }, gate, (i: ListInput) => [i.path ?? "."]);
 }

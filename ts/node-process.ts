@@ -5,12 +5,15 @@ import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompa
 import { NODE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export interface NodeProcessInput {
   /** CommonJS source, at most 32,768 UTF-8 bytes. */
   source: string;
   /** What the script sees as `process.argv.slice(1)`. */
   arguments?: string[];
+  /** More than the sandbox options allow, for this call (asked of the user; see the README). */
+  grants?: Grants;
 }
 
 export interface NodeProcessOutput {
@@ -23,6 +26,10 @@ export interface NodeProcessOutput {
   /** Always false in a result: a timeout is the `NODE_PROCESS_TIMEOUT` error. */
   timedOut: boolean;
   durationMs: number;
+  /** What the sandbox refused, when the confined process failed and its output shows it (see `note`). */
+  denials?: { kind: "write" | "read" | "network"; path?: string }[];
+  /** The next step when the sandbox refused something (with `denials`). */
+  note?: string;
   /** What confined the script: see the README's sandbox section. */
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
@@ -170,28 +177,22 @@ export function createNodeProcessTool(
     };
   };
 
-  return {
-    name: "node_process",
+  const gate = new Gate("createNodeProcessTool", options, ws.canonical);
+  const spec: ProcessSpec<NodeProcessInput, NodeProcessOutput> = {
     effect: "process",
-    description:
-      options.descriptions === "full"
-        ? describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
-        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
-    parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: NODE_PROCESS_OUTPUT_SCHEMA,
-    validate(input: unknown): NodeProcessInput {
-      checkSchema(parameters, input);
-      const { source, arguments: args = [] } = input as NodeProcessInput;
-      try {
-        ws.checkNodeProcess(process.execPath, source, args);
-      } catch (err) {
-        throw fromThrown(err);
-      }
-      return { source, arguments: [...args] };
+    describe: (input) => {
+      const args = input.arguments ?? [];
+      const lines = input.source.split("\n").length;
+      return {
+        argv: ["node", ...args],
+        source: input.source,
+        summary: `node_process: ${lines} line${lines === 1 ? "" : "s"} of JavaScript${args.length ? `, arguments ${JSON.stringify(args)}` : ""}`,
+      };
     },
-    async execute(input: NodeProcessInput, context: ToolContext): Promise<NodeProcessOutput> {
+    grants: (input) => input.grants,
+    async run(input, context, grants) {
       const r = await callNative(context?.signal, (cancel) =>
-        ws.nodeProcess(input.source, input.arguments ?? [], nativeOptions(), cancel),
+        ws.nodeProcess(input.source, input.arguments ?? [], { ...nativeOptions(), ...withGrants(sandbox, grants) }, cancel),
       );
       const out: NodeProcessOutput = {
         exitCode: r.exitCode ?? null,
@@ -205,7 +206,38 @@ export function createNodeProcessTool(
         sandbox: toSandboxReport(r.sandbox!),
       };
       if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
+      const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox);
+      if (hint) {
+        out.denials = hint.denials;
+        out.note = hint.note;
+      }
       return out;
     },
   };
+  const params = withGrantsParameter(parameters, gate);
+
+  return attachHooks({
+    name: "node_process",
+    effect: "process",
+    description:
+      options.descriptions === "full"
+        ? describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
+        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
+    parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
+    outputSchema: NODE_PROCESS_OUTPUT_SCHEMA,
+    validate(raw: unknown): NodeProcessInput {
+      const { rest: input, grants } = gate.splitGrants(raw);
+      checkSchema(parameters, input);
+      const { source, arguments: args = [] } = input as NodeProcessInput;
+      try {
+        ws.checkNodeProcess(process.execPath, source, args);
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      return grants ? { source, arguments: [...args], grants } : { source, arguments: [...args] };
+    },
+    execute(input: NodeProcessInput, context: ToolContext): Promise<NodeProcessOutput> {
+      return gate.execute("node_process", spec, input, context);
+    },
+  }, gate.hooks("node_process", spec));
 }

@@ -3,6 +3,7 @@
 // A host's misconfiguration is a TypeError at creation that names the option's full path:
 // an unknown key (with the nearest valid one), a value of the wrong type or out of range.
 // Adding an option is one entry in its factory's spec (see docs/adding-a-tool.md).
+import type { ApprovalFor, ApprovalOptions } from "./approval.js";
 
 /** What an option accepts. */
 export type OptionKind =
@@ -19,6 +20,8 @@ export type OptionKind =
   /** An array of absolute paths. */
   | { readonly type: "paths" }
   | { readonly type: "function" }
+  /** An array (its elements are checked by the factory). */
+  | { readonly type: "array" }
   /** A plain object with its own declared keys. */
   | { readonly type: "object"; readonly spec: OptionSpec }
   /** A plain object of any keys, each value of one kind. */
@@ -50,6 +53,7 @@ export const option = {
   path: (doc: string): OptionRule => ({ kind: { type: "path" }, doc }),
   paths: (doc: string): OptionRule => ({ kind: { type: "paths" }, doc }),
   function: (doc: string): OptionRule => ({ kind: { type: "function" }, doc }),
+  array: (doc: string): OptionRule => ({ kind: { type: "array" }, doc }),
   object: (spec: OptionSpec, doc: string): OptionRule => ({ kind: { type: "object", spec }, doc }),
   record: (values: OptionKind, doc: string): OptionRule => ({ kind: { type: "record", values }, doc }),
   oneOf: (kinds: readonly OptionKind[], doc: string): OptionRule => ({ kind: { type: "oneOf", kinds }, doc }),
@@ -58,8 +62,8 @@ export const option = {
 /** `descriptions`: which description a tool gives the model. */
 export type DescriptionStyle = "compact" | "full";
 
-/** The options every tool factory takes. */
-export interface CommonToolOptions {
+/** The options every tool factory takes (the approval options of ts/approval.ts included). */
+export interface CommonToolOptions extends ApprovalOptions {
   /**
    * `"compact"` (default): what a model needs to call the tool right; the limits and rules it
    * meets are in the hints of the errors it gets. `"full"`: every rule, limit and output field.
@@ -70,6 +74,17 @@ export interface CommonToolOptions {
 /** The spec entries of {@link CommonToolOptions}, spread into every factory's spec. */
 export const COMMON_TOOL_OPTIONS = {
   descriptions: option.enum(["compact", "full"], "compact (default) or full tool descriptions"),
+  approve: option.function("asks the person: (request, { signal }) => boolean | { allow, reason?, remember? }"),
+  approvalFor: option.object(
+    {
+      write: option.enum(["ask", "allow"], "whether writing calls ask"),
+      process: option.enum(["ask", "allow"], "whether process calls ask"),
+      grant: option.enum(["ask", "deny"], "whether calls with grants ask or are refused"),
+    } satisfies OptionSpecOf<ApprovalFor>,
+    "which calls ask",
+  ),
+  rules: option.array("rules checked before asking; the first match decides"),
+  onAudit: option.function("called after every call with an event (never the content)"),
 } as const satisfies OptionSpecOf<CommonToolOptions>;
 
 /** Levenshtein distance, for the nearest valid key. */
@@ -124,6 +139,8 @@ export function describeKind(kind: OptionKind): string {
       return "an absolute path";
     case "paths":
       return "an array of absolute paths";
+    case "array":
+      return "an array";
     case "function":
       return "a function";
     case "object":
@@ -181,6 +198,8 @@ function accepts(kind: OptionKind, value: unknown): boolean {
       return isAbsolutePath(value);
     case "paths":
       return Array.isArray(value) && value.every(isAbsolutePath);
+    case "array":
+      return Array.isArray(value);
     case "function":
       return typeof value === "function";
     case "object":

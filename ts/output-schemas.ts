@@ -89,6 +89,12 @@ const signal = nullable(string);
 /** With `network: { allow }`: the connections through the proxy. */
 const network: JsonSchema = object({ allowed: count, refused: count });
 
+/** Sandbox denials the output showed (with a `note` on the next step). */
+const denials: JsonSchema = {
+  type: "array",
+  items: object({ kind: { type: "string", enum: ["write", "read", "network"] }, path: string }, ["kind"]),
+};
+
 export const NODE_PROCESS_OUTPUT_SCHEMA: JsonSchema = object(
   {
     exitCode,
@@ -101,6 +107,7 @@ export const NODE_PROCESS_OUTPUT_SCHEMA: JsonSchema = object(
     durationMs: count,
     sandbox: SANDBOX_REPORT_SCHEMA,
     network,
+    denials,
   },
   ["exitCode", "signal", "stdout", "stderr", "stdoutTruncated", "stderrTruncated", "timedOut", "durationMs", "sandbox"],
 );
@@ -118,6 +125,7 @@ export const RUN_COMMAND_OUTPUT_SCHEMA: JsonSchema = object(
     note: string,
     sandbox: SANDBOX_REPORT_SCHEMA,
     network,
+    denials,
   },
   ["exitCode", "signal", "output", "truncated", "omittedBytes", "timedOut", "durationMs", "timeoutMs", "sandbox"],
 );
@@ -137,6 +145,7 @@ export const RUN_TESTS_OUTPUT_SCHEMA: JsonSchema = object(
     note: string,
     sandbox: SANDBOX_REPORT_SCHEMA,
     network,
+    denials,
   },
   ["status", "report", "passed", "failed", "skipped", "failures", "buildErrors", "exitCode", "durationMs", "timeoutMs", "sandbox"],
 );

@@ -9,6 +9,7 @@ import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { SANDBOX_OPTIONS, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
+import { Gate, attachHooks, type ProcessSpec } from "./approval.js";
 import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { AnyTool, Tool, ToolContext } from "./tool.js";
 
@@ -212,6 +213,10 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       throw new TypeError(fromThrown(err).message);
     }
   })();
+  // Approval (contract §12): start_process and write_process (input a shell or REPL runs) ask
+  // where the host's approvalFor.process says so; every call is audited.
+  const gate = new Gate(T, options, ws.canonical);
+  const summary = (argv: readonly string[]) => argv.map((a) => (/^[\w./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= table.close().then(() => undefined));
   const value = async (signal: AbortSignal | undefined, run: (cancel: CancelHandle | undefined) => Promise<SessionResult>) =>
@@ -229,6 +234,23 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   // "full" adds the limits and output fields a model otherwise meets in results and hints.
   const full = (compact: string, more: string) => (options.descriptions === "full" ? `${compact} ${more}` : compact);
 
+  const startSpec: ProcessSpec<StartProcessInput, ProcessOutput> = {
+    effect: "process",
+    describe: (i) => {
+      const d: { argv: string[]; cwd?: string; summary: string } = { argv: [...i.argv], summary: `start_process ${summary(i.argv)}${i.cwd ? ` (in ${i.cwd})` : ""}` };
+      if (i.cwd !== undefined) d.cwd = i.cwd;
+      return d;
+    },
+    grants: () => undefined,
+    run: async (i, context) =>
+      toOutput(await value(context?.signal, (c) => table.start(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, c))),
+  };
+  const writeSpec: ProcessSpec<WriteProcessInput, { id: string; bytes: number }> = {
+    effect: "process",
+    describe: (i) => ({ argv: [], summary: `write_process ${i.id}: ${JSON.stringify(i.input.length > 200 ? `${i.input.slice(0, 200)}...` : i.input)}${i.closeStdin ? " (then closes stdin)" : ""}` }),
+    grants: () => undefined,
+    run: async (i, context) => (await value(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c))) as { id: string; bytes: number },
+  };
   const start: Tool<StartProcessInput, ProcessOutput> = {
     name: "start_process",
     effect: "process",
@@ -242,8 +264,8 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       checked<StartProcessInput>(startParameters, input, (i) =>
         table.checkStart(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch),
       ),
-    async execute(i, context: ToolContext) {
-      return toOutput(await value(context?.signal, (c) => table.start(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, c)));
+    execute(i, context: ToolContext) {
+      return gate.execute("start_process", startSpec, i, context);
     },
     close,
   };
@@ -272,8 +294,8 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     parameters: writeParameters,
     outputSchema: WRITE_PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<WriteProcessInput>(writeParameters, input),
-    async execute(i, context: ToolContext) {
-      return (await value(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c))) as { id: string; bytes: number };
+    execute(i, context: ToolContext) {
+      return gate.execute("write_process", writeSpec, i, context);
     },
     close,
   };
@@ -308,6 +330,8 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
+  attachHooks(start, gate.hooks("start_process", startSpec));
+  attachHooks(write, gate.hooks("write_process", writeSpec));
   const tools = [start, read, write, stop, list];
   portGroups.set(tools, table.portGroup);
   return tools;

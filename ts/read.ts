@@ -4,6 +4,7 @@ import { COMPACT_PATH, pathProperty, validatePath } from "./paths.js";
 import { READ_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 
 export interface ReadInput {
   path: string;
@@ -94,7 +95,8 @@ export function createReadTool(
 ): Tool<ReadInput, ReadOutput | ReadImageOutput> & { readonly [WORKSPACE_ROOT]: string } {
   checkOptions("createReadTool", READ_OPTIONS, options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createReadTool", options, ws.canonical);
+  return gateReadTool({
     [WORKSPACE_ROOT]: ws.canonical,
     name: "read_file",
     effect: "read",
@@ -122,6 +124,6 @@ export function createReadTool(
         return Promise.reject(err);
       }
     },
-  };
+  }, gate, (i: ReadInput) => [i.path]);
 }
 

@@ -10,6 +10,7 @@ import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export interface RunCommandInput {
   /** The program (a bare name found on PATH) and its arguments: 1 to 64 strings. */
@@ -18,6 +19,8 @@ export interface RunCommandInput {
   cwd?: string;
   /** Timeout for this call in milliseconds (clamped to the tool's maximum). */
   timeoutMs?: number;
+  /** More than the sandbox options allow, for this call (asked of the user; see the README). */
+  grants?: Grants;
 }
 
 export interface RunCommandOutput {
@@ -34,8 +37,10 @@ export interface RunCommandOutput {
   durationMs: number;
   /** The timeout in force for this call. */
   timeoutMs: number;
-  /** Present when the requested timeout was above the maximum and was clamped. */
+  /** Present when the requested timeout was above the maximum and was clamped, or the sandbox refused something (the next step). */
   note?: string;
+  /** What the sandbox refused, when the confined process failed and its output shows it (see `note`). */
+  denials?: { kind: "write" | "read" | "network"; path?: string }[];
   /** What confined the command: see the README's sandbox section. */
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
@@ -256,31 +261,21 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     if (!(e instanceof ToolError)) throw new TypeError(e.message);
   }
 
-  return {
-    name: "run_command",
+  const gate = new Gate(T, options, ws.canonical);
+  const spec: ProcessSpec<RunCommandInput, RunCommandOutput> = {
     effect: "process",
-    description:
-      options.descriptions === "full"
-        ? describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox))
-        : describeCompact(timeoutMs, allow, describeSandboxCompact(sandbox)),
-    parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: RUN_COMMAND_OUTPUT_SCHEMA,
-    validate(input: unknown): RunCommandInput {
-      checkSchema(parameters, input);
-      const { argv, cwd, timeoutMs: t } = input as RunCommandInput;
-      try {
-        ws.checkRunCommand(argv, cwd, t, nativeOptions());
-      } catch (err) {
-        throw fromThrown(err);
-      }
-      const out: RunCommandInput = { argv: [...argv] };
-      if (cwd !== undefined) out.cwd = cwd;
-      if (t !== undefined) out.timeoutMs = t;
-      return out;
+    describe: (input) => {
+      const d: { argv: string[]; cwd?: string; summary: string } = {
+        argv: input.argv,
+        summary: `run_command ${input.argv.map((a) => (/^[\w./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(" ")}${input.cwd ? ` (in ${input.cwd})` : ""}`,
+      };
+      if (input.cwd !== undefined) d.cwd = input.cwd;
+      return d;
     },
-    async execute(input: RunCommandInput, context: ToolContext): Promise<RunCommandOutput> {
+    grants: (input) => input.grants,
+    async run(input, context, grants) {
       const r = await callNative(context?.signal, (cancel) =>
-        ws.runCommand(input.argv, input.cwd, input.timeoutMs, nativeOptions(), cancel),
+        ws.runCommand(input.argv, input.cwd, input.timeoutMs, { ...nativeOptions(), ...withGrants(sandbox, grants) }, cancel),
       );
       const out: RunCommandOutput = {
         exitCode: r.exitCode ?? null,
@@ -293,9 +288,45 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
         timeoutMs: r.timeoutMs!,
         sandbox: toSandboxReport(r.sandbox!),
       };
-      if (r.note != null) out.note = r.note;
       if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
+      const notes: string[] = r.note != null ? [r.note] : [];
+      const hint = gate.denials([out.output], out.exitCode === 0, out.sandbox);
+      if (hint) {
+        out.denials = hint.denials;
+        notes.push(hint.note);
+      }
+      if (notes.length) out.note = notes.join(" ");
       return out;
     },
   };
+  const params = withGrantsParameter(parameters, gate);
+
+  return attachHooks({
+    name: "run_command",
+    effect: "process",
+    description:
+      options.descriptions === "full"
+        ? describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox))
+        : describeCompact(timeoutMs, allow, describeSandboxCompact(sandbox)),
+    parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
+    outputSchema: RUN_COMMAND_OUTPUT_SCHEMA,
+    validate(raw: unknown): RunCommandInput {
+      const { rest: input, grants } = gate.splitGrants(raw);
+      checkSchema(parameters, input);
+      const { argv, cwd, timeoutMs: t } = input as RunCommandInput;
+      try {
+        ws.checkRunCommand(argv, cwd, t, nativeOptions());
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      const out: RunCommandInput = { argv: [...argv] };
+      if (cwd !== undefined) out.cwd = cwd;
+      if (t !== undefined) out.timeoutMs = t;
+      if (grants) out.grants = grants;
+      return out;
+    },
+    execute(input: RunCommandInput, context: ToolContext): Promise<RunCommandOutput> {
+      return gate.execute("run_command", spec, input, context);
+    },
+  }, gate.hooks("run_command", spec));
 }

@@ -11,6 +11,7 @@ import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export type TestRunner = "vitest" | "node" | "go" | "cargo";
 
@@ -20,6 +21,8 @@ export interface RunTestsInput {
   args?: string[];
   /** The call's deadline in milliseconds (clamped to the tool's maximum). */
   timeoutMs?: number;
+  /** More than the sandbox options allow, for this call (asked of the user; see the README). */
+  grants?: Grants;
 }
 
 export interface TestFailure {
@@ -49,8 +52,10 @@ export interface RunTestsOutput {
   durationMs: number;
   /** The outer deadline in force. */
   timeoutMs: number;
-  /** Present when the requested timeout was above the maximum and was clamped. */
+  /** Present when the requested timeout was above the maximum and was clamped, or the sandbox refused something (the next step). */
   note?: string;
+  /** What the sandbox refused, when the confined process failed and its output shows it (see `note`). */
+  denials?: { kind: "write" | "read" | "network"; path?: string }[];
   /** What confined the runner: see the README's sandbox section. */
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
@@ -206,31 +211,17 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     if (!(e instanceof ToolError)) throw new TypeError(e.message);
   }
 
-  return {
-    name: "run_tests",
+  const gate = new Gate(T, options, ws.canonical);
+  const spec: ProcessSpec<RunTestsInput, RunTestsOutput> = {
     effect: "process",
-    description:
-      options.descriptions === "full"
-        ? describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox))
-        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
-    parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: RUN_TESTS_OUTPUT_SCHEMA,
-    taskSupport: "optional",
-    validate(input: unknown): RunTestsInput {
-      checkSchema(parameters, input);
-      const { runner, args = [], timeoutMs: t } = input as RunTestsInput;
-      try {
-        ws.checkRunTests(runner, args, t, nativeOptions());
-      } catch (err) {
-        throw fromThrown(err);
-      }
-      const out: RunTestsInput = { runner, args: [...args] };
-      if (t !== undefined) out.timeoutMs = t;
-      return out;
+    describe: (input) => {
+      const argv = [input.runner, ...(input.args ?? [])];
+      return { argv, summary: `run_tests ${argv.join(" ")}` };
     },
-    async execute(input: RunTestsInput, context: ToolContext): Promise<RunTestsOutput> {
+    grants: (input) => input.grants,
+    async run(input, context, grants) {
       const r = await callNative(context?.signal, (cancel) =>
-        ws.runTests(input.runner, input.args ?? [], input.timeoutMs, nativeOptions(), cancel),
+        ws.runTests(input.runner, input.args ?? [], input.timeoutMs, { ...nativeOptions(), ...withGrants(sandbox, grants) }, cancel),
       );
       const out: RunTestsOutput = {
         status: r.status as RunTestsOutput["status"],
@@ -245,9 +236,45 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         timeoutMs: r.timeoutMs!,
         sandbox: toSandboxReport(r.sandbox!),
       };
-      if (r.note != null) out.note = r.note;
       if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
+      const notes: string[] = r.note != null ? [r.note] : [];
+      const hint = gate.denials([out.report, ...out.failures.map((f) => f.output), ...out.buildErrors], out.status === "passed", out.sandbox);
+      if (hint) {
+        out.denials = hint.denials;
+        notes.push(hint.note);
+      }
+      if (notes.length) out.note = notes.join(" ");
       return out;
     },
   };
+  const params = withGrantsParameter(parameters, gate);
+
+  return attachHooks({
+    name: "run_tests",
+    effect: "process",
+    description:
+      options.descriptions === "full"
+        ? describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox))
+        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
+    parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
+    outputSchema: RUN_TESTS_OUTPUT_SCHEMA,
+    taskSupport: "optional",
+    validate(raw: unknown): RunTestsInput {
+      const { rest: input, grants } = gate.splitGrants(raw);
+      checkSchema(parameters, input);
+      const { runner, args = [], timeoutMs: t } = input as RunTestsInput;
+      try {
+        ws.checkRunTests(runner, args, t, nativeOptions());
+      } catch (err) {
+        throw fromThrown(err);
+      }
+      const out: RunTestsInput = { runner, args: [...args] };
+      if (t !== undefined) out.timeoutMs = t;
+      if (grants) out.grants = grants;
+      return out;
+    },
+    execute(input: RunTestsInput, context: ToolContext): Promise<RunTestsOutput> {
+      return gate.execute("run_tests", spec, input, context);
+    },
+  }, gate.hooks("run_tests", spec));
 }

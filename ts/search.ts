@@ -1,6 +1,7 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { SEARCH_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -91,7 +92,8 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
   checkOptions("createSearchTool", SEARCH_OPTIONS, options);
   const ws = openWorkspace(root);
   const gitignore = options.gitignore ?? true;
-  return {
+  const gate = new Gate("createSearchTool", options, ws.canonical);
+  return gateReadTool({
     name: "search_files",
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
@@ -126,5 +128,5 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
         ),
       );
     },
-  };
+  }, gate, (i: SearchInput) => [i.path ?? "."]);
 }

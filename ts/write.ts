@@ -1,10 +1,11 @@
-import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, callNative, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { WRITE_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
 export interface WriteInput {
   path: string;
@@ -82,7 +83,20 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
-  return {
+  const gate = new Gate("createWriteTool", options, ws.canonical);
+  const spec: WriteSpec<WriteInput, WriteOutput> = {
+    effect: "write",
+    paths: (input) => [input.path],
+    preview: async (input, signal) =>
+      toPreview(await callNative(signal, (cancel) => ws.previewWrite(input.path, input.content, limit, cancel, input.expectedHash, guard))),
+    async run(input, context, files) {
+      // Approved: held to the hash the preview was computed on (checked in the core under the lock).
+      const expected = files ? Object.values(files)[0] : input.expectedHash;
+      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
+      return callCore(context?.signal, (cancel) => ws.writeFile(input.path, input.content, limit, cancel, expected, guard));
+    },
+  };
+  return attachHooks({
     name: "write_file",
     effect: "write",
     description: options.descriptions === "full" ? describe(limit) : describeCompact(limit),
@@ -99,8 +113,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
       return expectedHash === undefined ? { path, content } : { path, content, expectedHash };
     },
     execute(input: WriteInput, context: ToolContext): Promise<WriteOutput> {
-      // Rust repeats every check of `validate`; the queue position is taken synchronously here.
-      return callCore(context?.signal, (cancel) => ws.writeFile(input.path, input.content, limit, cancel, input.expectedHash, guard));
+      return gate.execute("write_file", spec, input, context);
     },
-  };
+  }, gate.hooks("write_file", spec));
 }

@@ -30,6 +30,7 @@ import { isImageOutput } from "../image.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
 import { CODING_TOOLS_OPTIONS } from "../coding.js";
+import type { ApprovalAnswer, ApprovalRequest, Approve } from "../approval.js";
 
 export type { ToolsInput };
 
@@ -340,6 +341,84 @@ export function createMcpServer(
     };
   };
   return server;
+}
+
+/** Options of `createMcpApprover`. */
+export interface McpApproverOptions {
+  /**
+   * The answer when the client cannot ask its user (no elicitation capability, or no server
+   * attached yet): `"deny"` (default) or `"allow"`. A call asking for `grants` is denied without
+   * elicitation unless `grants` is `"allow"` too.
+   */
+  fallback?: "deny" | "allow";
+  /** The answer to a grant request when the client cannot ask (default `"deny"`). */
+  grants?: "deny" | "allow";
+}
+
+/** Longest text of an elicitation message (the diff is cut to fit, with a note). */
+export const MAX_ELICITATION_MESSAGE = 16 * 1024;
+
+function approvalMessage(request: ApprovalRequest): string {
+  const parts = [`workcell asks: ${request.summary}`];
+  if (request.grants) parts.push(`Grants asked for this call: ${JSON.stringify(request.grants)}`);
+  if (request.argv) parts.push(`Command: ${JSON.stringify(request.argv)}${request.cwd ? ` in ${request.cwd}` : ""}`);
+  if (request.source !== undefined) parts.push(`Script:\n${request.source}`);
+  if (request.diff) parts.push(request.diff);
+  let text = parts.join("\n\n");
+  if (text.length > MAX_ELICITATION_MESSAGE) {
+    text = `${text.slice(0, MAX_ELICITATION_MESSAGE - 80)}\n... cut at ${MAX_ELICITATION_MESSAGE} characters`;
+  }
+  return text;
+}
+
+/**
+ * An `approve` for the tools an MCP server serves: it asks the client's user through MCP
+ * elicitation (`elicitation/create`, the summary and the diff in the message, a yes/no form
+ * with an optional reason) when the client declared the `elicitation` capability; otherwise it
+ * answers `fallback` (default deny; grants: `grants`, default deny). Create the tools with
+ * `approve: approver.approve`, then `approver.attach(server)` once the server exists.
+ */
+export function createMcpApprover(options: McpApproverOptions = {}): { approve: Approve; attach(server: Server): void } {
+  const fallback = options.fallback ?? "deny";
+  const grants = options.grants ?? "deny";
+  for (const [k, v] of [["fallback", fallback], ["grants", grants]] as const) {
+    if (v !== "deny" && v !== "allow") throw new TypeError(`workcell: createMcpApprover option ${k} must be "deny" or "allow"`);
+  }
+  let server: Server | undefined;
+  const approve: Approve = async (request, { signal }): Promise<ApprovalAnswer> => {
+    const canAsk = server?.getClientCapabilities()?.elicitation !== undefined;
+    if (!server || !canAsk) {
+      const answer = request.grants ? grants : fallback;
+      return answer === "allow"
+        ? true
+        : { allow: false, reason: "the MCP client cannot ask its user (no elicitation) and this server does not allow such calls without asking" };
+    }
+    const result = await server.elicitInput(
+      {
+        message: approvalMessage(request),
+        requestedSchema: {
+          type: "object",
+          properties: {
+            approve: { type: "boolean", title: "Allow", description: "Run this call as shown" },
+            reason: { type: "string", title: "Reason", description: "Optional: why not (the model is told)" },
+          },
+          required: ["approve"],
+        },
+      },
+      { signal },
+    );
+    if (result.action !== "accept") return { allow: false, reason: `the user chose ${result.action}` };
+    const content = (result.content ?? {}) as { approve?: unknown; reason?: unknown };
+    const reason = typeof content.reason === "string" && content.reason.length > 0 ? content.reason : undefined;
+    if (content.approve === true) return true;
+    return reason === undefined ? { allow: false } : { allow: false, reason };
+  };
+  return {
+    approve,
+    attach(s: Server) {
+      server = s;
+    },
+  };
 }
 
 /** Longest JSON-RPC line `McpStdioTransport` reads (10 MiB, the MCP SDK's own stdio cap). */

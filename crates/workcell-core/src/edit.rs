@@ -69,11 +69,11 @@ pub struct Edit {
 /// The arguments of one edit_file call, checked without touching the filesystem.
 #[derive(Debug)]
 pub struct EditRequest {
-    path: RelPath,
-    edits: Vec<Edit>,
-    max_bytes: usize,
-    expected_hash: Option<String>,
-    guard: Option<Arc<Guard>>,
+    pub(crate) path: RelPath,
+    pub(crate) edits: Vec<Edit>,
+    pub(crate) max_bytes: usize,
+    pub(crate) expected_hash: Option<String>,
+    pub(crate) guard: Option<Arc<Guard>>,
 }
 
 fn shape(hint: impl Into<String>, details: serde_json::Value) -> Error {
@@ -137,13 +137,22 @@ impl Job for EditRequest {
         self.guard.as_deref()
     }
     fn run(self, ws: &Workspace, target: &Resolved, cancel: &Cancel) -> Result<EditOutput> {
+        let (_hash, applied) = self.compute(target, cancel)?;
+        let out = install(ws, &self.path, target, applied.content.as_bytes(), cancel)?;
+        Ok(EditOutput { path: out.path, edits: self.edits.len(), bytes: out.bytes, diff: applied.diff })
+    }
+}
+
+impl EditRequest {
+    /// Reads the target (a regular UTF-8 file within the limit), compares `expectedHash`,
+    /// applies the edits and diffs: everything but the install. Returns the hash of the bytes
+    /// read (the approval hash of what the edit replaces) with the result. Run under the
+    /// target's lock by the edit, and without it by a preview.
+    pub(crate) fn compute(&self, target: &Resolved, cancel: &Cancel) -> Result<(String, Applied)> {
         let shown = self.path.as_str();
         cancel.check()?;
         let file = match open_at(&target.dir, &target.name, shown)? {
-            AtTarget::Absent => {
-                return Err(Error::new(Code::FileNotFound, format!("{shown} does not exist"))
-                    .with_hint("edit_file changes an existing file; create a new file with write_file, or list the directory to find the right path"))
-            }
+            AtTarget::Absent => return Err(missing(shown)),
             AtTarget::Other(kind) => return Err(Error::not_regular(shown, kind)),
             AtTarget::File(f) => f,
         };
@@ -158,8 +167,8 @@ impl Job for EditRequest {
                 ))
                 .with_details(serde_json::json!({ "limit": self.max_bytes })));
         }
+        let now = sha256_hex(&bytes);
         if let Some(expected) = &self.expected_hash {
-            let now = sha256_hex(&bytes);
             if &now != expected {
                 return Err(write::hash_mismatch(shown, expected, &now));
             }
@@ -178,9 +187,14 @@ impl Job for EditRequest {
             )
             .with_details(serde_json::json!({ "bytes": applied.content.len(), "limit": self.max_bytes })));
         }
-        let out = install(ws, &self.path, target, applied.content.as_bytes(), cancel)?;
-        Ok(EditOutput { path: out.path, edits: self.edits.len(), bytes: out.bytes, diff: applied.diff })
+        Ok((now, applied))
     }
+}
+
+/// edit_file on a name with nothing at it.
+pub(crate) fn missing(shown: &str) -> Error {
+    Error::new(Code::FileNotFound, format!("{shown} does not exist"))
+        .with_hint("edit_file changes an existing file; create a new file with write_file, or list the directory to find the right path")
 }
 
 /// Edits one file (resolution, lock, read-modify-write). `ticket` must have been taken when

@@ -61,12 +61,47 @@ fn name_path(raw: &str) -> Result<RelPath> {
     crate::path::parse(raw)
 }
 
+/// Expected approval strings of a file operation's names (an approved change: see
+/// [`crate::approval`]), compared under the names' locks.
+#[derive(Debug, Default)]
+pub(crate) struct Expected(Vec<(String, String)>);
+
+impl Expected {
+    fn new(pairs: Vec<(String, String)>, names: &[String]) -> Result<Self> {
+        let mut out = Vec::with_capacity(pairs.len());
+        for (raw, hash) in pairs {
+            let path = name_path(&raw)?;
+            if !names.iter().any(|n| n == path.as_str()) {
+                return Err(Error::invalid(
+                    Reason::InvalidArgumentsShape,
+                    format!("an expected hash names {}, which this call does not touch", path.as_str()),
+                ));
+            }
+            out.push((path.as_str().to_string(), hash));
+        }
+        Ok(Expected(out))
+    }
+
+    /// Compares the name's state now with the expected string, if one was given for `shown`.
+    fn check(&self, r: &Resolved, shown: &str, cancel: &Cancel) -> Result<()> {
+        if let Some((_, expected)) = self.0.iter().find(|(p, _)| p == shown) {
+            let now = crate::hash::name_state(&r.dir, &r.name, shown, cancel)?;
+            if &now != expected {
+                return Err(write::hash_mismatch(shown, expected, &now));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug)]
 pub struct MoveRequest {
-    from: RelPath,
-    to: RelPath,
-    overwrite: bool,
-    guard: Option<Arc<Guard>>,
+    pub(crate) from: RelPath,
+    pub(crate) to: RelPath,
+    pub(crate) overwrite: bool,
+    pub(crate) guard: Option<Arc<Guard>>,
+    /// Approval strings ([`crate::hash::name_state`]) each name must still have, by path.
+    pub(crate) expected: Expected,
 }
 
 impl MoveRequest {
@@ -75,14 +110,24 @@ impl MoveRequest {
         if from.as_str() == to.as_str() {
             return Err(Error::invalid(Reason::InvalidArgumentsShape, "from and to name the same path; give the new path as to"));
         }
-        Ok(MoveRequest { from, to, overwrite, guard: None })
+        Ok(MoveRequest { from, to, overwrite, guard: None, expected: Expected::default() })
     }
     pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
         self.guard = guard;
         self
     }
+    /// Acts only while each named path still has the given approval string (else
+    /// `TARGET_CHANGED`, nothing done); a key must be one of the call's paths.
+    pub fn with_expected(mut self, expected: Vec<(String, String)>) -> Result<Self> {
+        let names = self.names();
+        self.expected = Expected::new(expected, &names)?;
+        Ok(self)
+    }
     pub fn from(&self) -> &RelPath {
         &self.from
+    }
+    fn names(&self) -> Vec<String> {
+        vec![self.from.as_str().to_string(), self.to.as_str().to_string()]
     }
     pub fn to(&self) -> &RelPath {
         &self.to
@@ -92,20 +137,31 @@ impl MoveRequest {
 /// The request of a tool that names one path (delete_file, make_directory).
 #[derive(Debug)]
 pub struct NameRequest {
-    path: RelPath,
-    guard: Option<Arc<Guard>>,
+    pub(crate) path: RelPath,
+    pub(crate) guard: Option<Arc<Guard>>,
+    pub(crate) expected: Expected,
 }
 
 impl NameRequest {
     pub fn new(path: &str) -> Result<Self> {
-        Ok(NameRequest { path: name_path(path)?, guard: None })
+        Ok(NameRequest { path: name_path(path)?, guard: None, expected: Expected::default() })
     }
     pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
         self.guard = guard;
         self
     }
+    /// Acts only while each named path still has the given approval string (else
+    /// `TARGET_CHANGED`, nothing done); a key must be one of the call's paths.
+    pub fn with_expected(mut self, expected: Vec<(String, String)>) -> Result<Self> {
+        let names = self.names();
+        self.expected = Expected::new(expected, &names)?;
+        Ok(self)
+    }
     pub fn path(&self) -> &RelPath {
         &self.path
+    }
+    fn names(&self) -> Vec<String> {
+        vec![self.path.as_str().to_string()]
     }
 }
 
@@ -122,7 +178,7 @@ pub fn one_ticket() -> Vec<Ticket> {
     target_lock::tickets(1)
 }
 
-fn guarded_name(ws: &Workspace, path: &RelPath, guard: Option<&Guard>) -> Result<Resolved> {
+pub(crate) fn guarded_name(ws: &Workspace, path: &RelPath, guard: Option<&Guard>) -> Result<Resolved> {
     if let Some(g) = guard {
         g.check_before(ws, path)?;
     }
@@ -245,6 +301,8 @@ pub async fn move_file(ws: Arc<Workspace>, req: MoveRequest, tickets: Vec<Ticket
             ws.check()?;
             recheck_dir(&ws, &src, shown)?;
             recheck_dir(&ws, &dst, to)?;
+            req.expected.check(&src, shown, &cancel2)?;
+            req.expected.check(&dst, to, &cancel2)?;
             if lstat_at(&src.dir, &src.name).map_err(|e| Error::from_io(&e, shown))? == Existing::Absent {
                 return Err(Error::not_found(shown));
             }
@@ -303,6 +361,7 @@ pub async fn delete_file(ws: Arc<Workspace>, req: DeleteRequest, tickets: Vec<Ti
             cancel2.check()?;
             ws.check()?;
             recheck_dir(&ws, &target, shown)?;
+            req.expected.check(&target, shown, &cancel2)?;
             let kind = match lstat_at(&target.dir, &target.name).map_err(|e| Error::from_io(&e, shown))? {
                 Existing::Absent => return Err(Error::not_found(shown)),
                 Existing::Regular { .. } => "file",
@@ -354,6 +413,7 @@ pub async fn make_directory(ws: Arc<Workspace>, req: MkdirRequest, tickets: Vec<
             cancel2.check()?;
             ws.check()?;
             recheck_dir(&ws, &target, shown)?;
+            req.expected.check(&target, shown, &cancel2)?;
             let created = match rustix::fs::mkdirat(&target.dir, &target.name, Mode::from_raw_mode(0o777)) {
                 Ok(()) => true,
                 Err(rustix::io::Errno::EXIST) => match lstat_at(&target.dir, &target.name).map_err(|e| Error::from_io(&e, shown))? {

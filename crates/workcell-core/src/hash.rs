@@ -140,9 +140,27 @@ pub(crate) fn hash_at(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, show
     digest(&file, shown, cancel)
 }
 
+/// The approval string of a name itself, its final component not followed: what `move_file`,
+/// `delete_file`, `make_directory` and a patch's `*** Delete File` act on. A symlink is
+/// `"symlink: <its text>"` (the link is what moves or goes, so repointing it changes the
+/// string); anything else is [`hash_at`]'s string.
+pub(crate) fn name_state(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, shown: &str, cancel: &Cancel) -> Result<String> {
+    use crate::write::{io_err, lstat_at, Existing};
+    match lstat_at(dir, name).map_err(|e| Error::from_io(&e, shown))? {
+        Existing::Symlink => match rustix::fs::readlinkat(dir, name, Vec::new()) {
+            Ok(text) => Ok(format!("symlink: {}", String::from_utf8_lossy(text.as_bytes()))),
+            Err(rustix::io::Errno::NOENT) => Ok(ABSENT.to_string()),
+            Err(e) => Err(Error::from_io(&io_err(e), shown)),
+        },
+        Existing::Absent => Ok(ABSENT.to_string()),
+        Existing::Other(kind) => Ok(not_regular(kind)),
+        Existing::Regular { .. } => hash_at(dir, name, shown, cancel),
+    }
+}
+
 /// The hex SHA-256 of an open file's content, read to its end in 64 KiB chunks (cancellable
 /// between them); `FILE_TOO_LARGE` past [`MAX_HASH_BYTES`], whatever its size claimed.
-fn digest(file: impl Read, shown: &str, cancel: &Cancel) -> Result<String> {
+pub(crate) fn digest(file: impl Read, shown: &str, cancel: &Cancel) -> Result<String> {
     let mut hasher = Hasher::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;

@@ -20,9 +20,11 @@
 //! - [`host_config`]: the host-configuration checks the three process tools share;
 //! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
 //! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test);
+//! - [`approval`]: previews of writing calls, the host's approval rules, sandbox-denial hints;
 //! - [`sandbox`]: OS confinement (Landlock, PID namespaces, Node's permission model) for every
 //!   process a tool starts.
 
+pub mod approval;
 pub mod cancel;
 pub mod diff;
 pub mod command;

@@ -250,7 +250,7 @@ fn staged_hook() {
     });
 }
 
-fn exists_error(shown: &str, what: &str) -> Error {
+pub(crate) fn exists_error(shown: &str, what: &str) -> Error {
     Error::new(Code::FileExists, format!("{shown} already exists"))
         .with_hint(format!(
             "{what}; read the existing file and change it with *** Update File, or delete it first (*** Delete File) in the same patch is not allowed: pick another path"
@@ -258,7 +258,7 @@ fn exists_error(shown: &str, what: &str) -> Error {
         .with_details(serde_json::json!({ "path": shown }))
 }
 
-fn read_text(file: std::fs::File, shown: &str, max: usize) -> Result<(Vec<u8>, String)> {
+pub(crate) fn read_text(file: std::fs::File, shown: &str, max: usize) -> Result<(Vec<u8>, String)> {
     let mut bytes = Vec::new();
     (&file).take(max as u64 + 1).read_to_end(&mut bytes).map_err(|e| Error::from_io(&e, shown))?;
     if bytes.len() > max {
@@ -313,7 +313,7 @@ fn compute(req: &PatchRequest, e: &Entry, cancel: &Cancel, scan: &mut ScanBudget
                 Existing::Regular { .. } | Existing::Symlink => {}
             }
             if let Some(h) = expected(shown) {
-                let now = crate::hash::hash_at(&e.src.dir, &e.src.name, shown, cancel)?;
+                let now = crate::hash::name_state(&e.src.dir, &e.src.name, shown, cancel)?;
                 if now != h {
                     return Err(write::hash_mismatch(shown, h, &now));
                 }
@@ -377,7 +377,7 @@ fn compute(req: &PatchRequest, e: &Entry, cancel: &Cancel, scan: &mut ScanBudget
 }
 
 /// LF text without a BOM, for the diff.
-fn for_diff(s: &str) -> String {
+pub(crate) fn for_diff(s: &str) -> String {
     s.strip_prefix('\u{feff}').unwrap_or(s).replace("\r\n", "\n")
 }
 

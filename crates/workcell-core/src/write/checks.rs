@@ -18,10 +18,10 @@ pub const MAX_WRITE_BYTES_CEILING: usize = 16 * 1024 * 1024;
 /// The arguments of one write, checked without touching the filesystem.
 #[derive(Clone, Debug)]
 pub struct WriteRequest {
-    pub(super) path: RelPath,
-    pub(super) content: String,
-    pub(super) expected_hash: Option<String>,
-    pub(super) guard: Option<Arc<Guard>>,
+    pub(crate) path: RelPath,
+    pub(crate) content: String,
+    pub(crate) expected_hash: Option<String>,
+    pub(crate) guard: Option<Arc<Guard>>,
 }
 
 impl WriteRequest {

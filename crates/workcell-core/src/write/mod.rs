@@ -47,7 +47,7 @@ pub(crate) use sweep::sweep;
 pub use queue::{run_job, spawn_job, spawn_write, start, ticket, write, write_file, Job, Queued, Started};
 pub use resolve::{Resolved, MAX_SYMLINK_HOPS};
 pub(crate) use queue::blocking;
-pub(crate) use resolve::{dir_identity, ensure_parent, resolve_guarded};
+pub(crate) use resolve::{dir_identity, ensure_parent, resolve_existing, resolve_guarded};
 
 #[cfg(test)]
 use install::{hooks, Step};

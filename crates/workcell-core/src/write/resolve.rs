@@ -115,8 +115,30 @@ pub(crate) fn resolve(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result
 pub(crate) fn resolve_guarded(ws: &Workspace, path: &RelPath, cancel: &Cancel, guard: Option<&Guard>) -> Result<Resolved> {
     cancel.check()?;
     ws.check()?;
+    let (dir, spelling) = ensure_parent(ws, path, cancel, guard)?;
+    follow_final(ws, path, dir, spelling, cancel)
+}
+
+/// [`resolve_guarded`] without any effect, for a preview: nothing is created. `None` when a
+/// parent directory is missing (the write would create it, so the target is a free name).
+pub(crate) fn resolve_existing(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Option<Resolved>> {
+    cancel.check()?;
+    ws.check()?;
     let shown = path.as_str();
-    let (mut dir, mut spelling) = ensure_parent(ws, path, cancel, guard)?;
+    let spelling = path.parent().unwrap_or(".");
+    let dir = match ws.dir().open_dir(spelling) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::from_io(&e, shown)),
+    };
+    follow_final(ws, path, dir, PathBuf::from(spelling), cancel).map(Some)
+}
+
+/// Follows a final-component symlink beneath the root (at most [`MAX_SYMLINK_HOPS`] hops)
+/// from the opened parent `dir`; refuses anything but a regular file or a free name.
+fn follow_final(ws: &Workspace, path: &RelPath, dir: Dir, spelling: PathBuf, cancel: &Cancel) -> Result<Resolved> {
+    let shown = path.as_str();
+    let (mut dir, mut spelling) = (dir, spelling);
     let mut name = OsString::from(path.file_name());
     for _hop in 0..=MAX_SYMLINK_HOPS {
         cancel.check()?;
