@@ -108,7 +108,15 @@ describe("sandbox-denial hints", () => {
   });
 
   test("each_marker_text_is_recognized_by_the_core_function_the_process_tools_share", () => {
-    const report = { landlockAbi: 6, filesystem: "confined" as const, network: "blocked" as const, processes: "namespace" as const, nodePermission: false };
+    const none = { max: 0, by: "none" as const };
+    const report = {
+      landlockAbi: 6,
+      filesystem: "confined" as const,
+      network: "blocked" as const,
+      processes: "namespace" as const,
+      nodePermission: false,
+      limits: { processes: none, memoryBytes: none, fileBytes: none },
+    };
     const cases: [string, string][] = [
       ["touch: cannot touch '/etc/x': Permission denied", "write"],
       ["mkdir: cannot create directory '/opt/y': Operation not permitted", "write"],

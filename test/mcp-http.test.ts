@@ -126,6 +126,7 @@ describe("workcell mcp over Streamable HTTP", () => {
     expect(tools.map((t) => t.name)).toEqual(createCodingTools(root).map((t) => t.name));
     for (const t of tools) expect(t.outputSchema, t.name).toMatchObject({ type: "object" });
     expect(tools.find((t) => t.name === "run_tests")!.execution).toEqual({ taskSupport: "optional" });
+    expect(tools.find((t) => t.name === "start_process")!.execution).toEqual({ taskSupport: "optional" });
     expect(tools.find((t) => t.name === "read_file")!.execution).toBeUndefined();
 
     const read = await client.callTool({ name: "read_file", arguments: { path: "a.txt" } });

@@ -187,11 +187,11 @@ export interface McpApprovalArgs {
 
 /** `mcp`'s approval flags alone. */
 export function parseMcpApproval(args: string[]): McpApprovalArgs {
-  return parseMcpArgs(args).approval;
+  return parseMcpArgs(args).approval ?? { ask: [], fallback: "deny" };
 }
 
 /** Parses `mcp`'s flags into the root, the options of createCodingTools, the approval flags and `--http`'s settings. */
-export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions; approval: McpApprovalArgs; http?: McpHttpArgs } {
+export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions; approval?: McpApprovalArgs; http?: McpHttpArgs } {
   const { values, positionals } = parseFlags(args, MCP_FLAGS);
   if (positionals.length > 0) throw new TypeError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   if (values.root === undefined || values.root === "") {
@@ -236,7 +236,8 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
   if (values.http === undefined) {
     const given = httpOnly.find((f) => values[f] !== undefined);
     if (given !== undefined) throw new TypeError(`--${given} applies to --http HOST:PORT only`);
-    return { root, options, approval };
+    // The approval flags appear only when given (`mcp` defaults them: nothing asks, deny).
+    return ask.length > 0 || values.approve !== undefined ? { root, options, approval } : { root, options };
   }
   const http: McpHttpArgs = { ...parseHostPort(values.http), allowOrigins: values["allow-origin"] ?? [], public: values.public ?? false };
   if (values["token-file"] !== undefined) http.tokenFile = values["token-file"];
@@ -249,7 +250,7 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
   if (ask.length > 0 || values.approve !== undefined) {
     throw new TypeError("--ask and --approve apply to stdio only: over --http, approval is the host's (createMcpHttpServer's tools option)");
   }
-  return { root, options, approval, http };
+  return { root, options, http };
 }
 
 /** Imports workcell/mcp, or says that the MCP SDK is missing (undefined). */
@@ -329,15 +330,16 @@ async function mcp(args: string[]): Promise<number> {
   const adapter = await loadAdapter();
   if (!adapter) return 1;
   // Calls that ask (and every call with grants) ask the client's user through elicitation.
-  const approver = adapter.createMcpApprover({ fallback: parsed.approval.fallback });
+  const approval = parsed.approval ?? { ask: [], fallback: "deny" };
+  const approver = adapter.createMcpApprover({ fallback: approval.fallback });
   let tools;
   try {
     tools = createCodingTools(parsed.root, {
       ...parsed.options,
       approve: approver.approve,
       approvalFor: {
-        write: parsed.approval.ask.includes("write") ? "ask" : "allow",
-        process: parsed.approval.ask.includes("process") ? "ask" : "allow",
+        write: approval.ask.includes("write") ? "ask" : "allow",
+        process: approval.ask.includes("process") ? "ask" : "allow",
         grant: "ask",
       },
     });

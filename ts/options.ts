@@ -77,9 +77,9 @@ export const COMMON_TOOL_OPTIONS = {
   approve: option.function("asks the person: (request, { signal }) => boolean | { allow, reason?, remember? }"),
   approvalFor: option.object(
     {
-      write: option.enum(["ask", "allow"], "whether writing calls ask"),
-      process: option.enum(["ask", "allow"], "whether process calls ask"),
-      grant: option.enum(["ask", "deny"], "whether calls with grants ask or are refused"),
+      write: option.enum(["allow", "ask"], "whether writing calls ask"),
+      process: option.enum(["allow", "ask"], "whether process calls ask"),
+      grant: option.enum(["deny", "ask"], "whether calls with grants ask or are refused"),
     } satisfies OptionSpecOf<ApprovalFor>,
     "which calls ask",
   ),

@@ -260,6 +260,9 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     ),
     parameters: startParameters,
     outputSchema: PROCESS_OUTPUT_SCHEMA,
+    // An MCP client may run it as a task (contract §16): it can wait up to 30 s for waitFor, and
+    // tasks/cancel aborts it (an aborted start kills the process it started).
+    taskSupport: "optional",
     validate: (input) =>
       checked<StartProcessInput>(startParameters, input, (i) =>
         table.checkStart(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch),

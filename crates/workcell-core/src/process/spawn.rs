@@ -209,14 +209,22 @@ fn cloexec_above_stdio() {
 /// Starts the child described by `spec` with the given descriptors as its stdin, stdout and
 /// stderr (a session's pipe or terminal) instead of the null device and output pipes. Returns
 /// its pid (its process group id); the child is the caller's to collect.
-pub fn spawn_with_stdio(spec: SpawnSpec, stdin: BorrowedFd<'_>, stdout: BorrowedFd<'_>, stderr: BorrowedFd<'_>) -> io::Result<i32> {
+/// Returns the child's pid and what its launcher needs kept until the tree is gone (its cgroups:
+/// dropping them kills what is left in them).
+pub fn spawn_with_stdio(
+    spec: SpawnSpec,
+    stdin: BorrowedFd<'_>,
+    stdout: BorrowedFd<'_>,
+    stderr: BorrowedFd<'_>,
+) -> io::Result<(i32, Option<Box<dyn std::any::Any + Send>>)> {
     let SpawnSpec { program, arg0, args, cwd, env, output: _, pre_exec, launcher } = spec;
     if let Some(launcher) = launcher {
         if !pre_exec.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "a spec with a launcher cannot have pre-exec steps"));
         }
         let io = LaunchIo { program: &program, arg0: arg0.as_deref(), args: &args, cwd: &cwd, env: &env, stdin, stdout, stderr };
-        return launcher.launch(&io);
+        let pid = launcher.launch(&io)?;
+        return Ok((pid, launcher.resources()));
     }
     let mut cmd = Command::new(&program);
     if let Some(arg0) = arg0 {
@@ -245,7 +253,7 @@ pub fn spawn_with_stdio(spec: SpawnSpec, stdin: BorrowedFd<'_>, stdout: Borrowed
     }
     let child = cmd.spawn()?;
     drop(cmd);
-    Ok(child.id() as i32)
+    Ok((child.id() as i32, None))
 }
 
 /// Starts the child described by `spec`.

@@ -190,7 +190,7 @@ pub fn start(s: Start) -> std::io::Result<Arc<Shared>> {
         set_nonblocking(in_w.as_fd());
         (in_w, in_r, out_r, out_w)
     };
-    let pid = on_launcher_thread(move || {
+    let (pid, resources) = on_launcher_thread(move || {
         let r = crate::process::spawn_with_stdio(spec, child_in.as_fd(), child_out.as_fd(), child_out.as_fd());
         drop((child_in, child_out));
         r
@@ -222,7 +222,7 @@ pub fn start(s: Start) -> std::io::Result<Arc<Shared>> {
         pgid: pid,
         namespace,
     });
-    let sup = Supervisor { shared: Arc::clone(&shared), output, pidfd, wake: wake_r, deadline: started + timeout, tty, scratch, lease, janitor, _net: net };
+    let sup = Supervisor { shared: Arc::clone(&shared), output, pidfd, wake: wake_r, deadline: started + timeout, tty, scratch, lease, janitor, _net: net, _resources: resources };
     let spawned = std::thread::Builder::new().name("workcell-session".into()).stack_size(256 * 1024).spawn(move || sup.run());
     if let Err(e) = spawned {
         // The supervisor (moved into the closure) was dropped: end the process here.
@@ -251,11 +251,13 @@ struct Supervisor {
     janitor: Option<Janitor>,
     /// Kept until the supervisor ends (the proxy session of `network: { allow }`).
     _net: Option<crate::proxy::Session>,
+    /// The launcher's resources (the limits' cgroups), dropped once the tree is gone.
+    _resources: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl Supervisor {
     fn run(self) {
-        let Supervisor { shared, output, pidfd, wake, deadline, tty, scratch, lease, janitor, _net } = self;
+        let Supervisor { shared, output, pidfd, wake, deadline, tty, scratch, lease, janitor, _net, _resources } = self;
         let mut output = Some(output);
         let inode = output.as_ref().and_then(crate::process::kill::pipe_inode);
         let mut strip = tty.then(Stripper::default);
