@@ -1,12 +1,15 @@
 // workcell/anthropic: text_editor_20250728 and bash_20250124 replayed from the recorded shapes
 // of Anthropic's documentation, their errors, and an escape attempt through each.
 import { mkdir, readFile, readdir, stat, symlink, writeFile } from "node:fs/promises";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, test } from "vitest";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterEach, describe, expect, onTestFinished, test } from "vitest";
 import { BASH_ARGV, bash, bashScript, textEditor, utf8Chunks } from "workcell/anthropic";
 import * as pkg from "../dist/index.js";
 import { createCodingTools } from "../dist/index.js";
 import { tempWorkspace } from "./helpers.js";
+import { packageNobodyCanRead } from "./nobody.js";
 import { fakeSessionTools, type FakeSessions } from "./process-session-fake.js";
 import { PRIMES_PY, anthropicBash, anthropicTextEditor as F } from "./provider-fixtures.js";
 
@@ -150,9 +153,21 @@ describe("textEditor: permission denied", () => {
       await chown(join(root, "ro/h.txt"), 65534, 65534);
     }
     await chmod(join(root, "ro"), 0o555);
+    // As root the host runs as nobody, from a copy of the package it can read (a clone in a
+    // 0700 directory is out of its reach).
+    let pkgDir = fileURLToPath(new URL("..", import.meta.url));
+    if (asRoot) {
+      const copy = packageNobodyCanRead();
+      if ("reason" in copy) {
+        console.warn(`skipped the unprivileged run: ${copy.reason}`);
+        return;
+      }
+      onTestFinished(() => rmSync(copy.dir, { recursive: true, force: true }));
+      pkgDir = copy.dir;
+    }
     const script = `
-      const { createCodingTools } = await import(${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)});
-      const { textEditor } = await import(${JSON.stringify(new URL("../dist/adapters/anthropic.js", import.meta.url).href)});
+      const { createCodingTools } = await import(${JSON.stringify(pathToFileURL(join(pkgDir, "dist", "index.js")).href)});
+      const { textEditor } = await import(${JSON.stringify(pathToFileURL(join(pkgDir, "dist", "adapters", "anthropic.js")).href)});
       const ed = textEditor(createCodingTools(${JSON.stringify(root)}));
       const out = [];
       out.push(await ed.handle({ command: "str_replace", path: "ro/h.txt", old_str: "hello", new_str: "bye" }));

@@ -4,7 +4,7 @@
 // same table runs again in a host process started as `nobody`. Attacks on a layer this kernel
 // lacks are skipped, by name, from what the probe reports.
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import * as lib from "../dist/index.js";
 import { ToolError, createCodingTools, createNodeProcessTool, createRunTestsTool, executeToolCall, sandboxSupport, ToolRegistry } from "../dist/index.js";
 import { ATTACKS as ATTACK_TABLE, LEGIT as LEGIT_TABLE, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
+import { AS_NOBODY, packageNobodyCanRead } from "./nobody.js";
 import { aliveWith, marker, scriptLeftovers } from "./process-helpers.js";
 import { defaultLimitsReport } from "./limits-helpers.js";
 
@@ -91,32 +92,11 @@ describe("this machine", () => {
   });
 });
 
-const AS_NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"];
 
-/**
- * What the runner needs (the built package and the attack table), copied to a 0755 directory:
- * a clone usually sits in a home directory or a `mktemp -d`, both 0700, which `nobody` cannot
- * enter. Returns the runner's path, or why `nobody` cannot reach even the copy.
- */
+/** The runner and the attack table in a copy of the package that `nobody` can read. */
 function runnerNobodyCanRead(): { runner: string; dir: string } | { reason: string } {
-  const repo = fileURLToPath(new URL("..", import.meta.url));
-  const dir = mkdtempSync(join(tmpdir(), "workcell-nobody-"));
-  chmodSync(dir, 0o755);
-  cpSync(join(repo, "dist"), join(dir, "dist"), { recursive: true });
-  mkdirSync(join(dir, "native"));
-  for (const f of readdirSync(join(repo, "native"))) {
-    if (f.endsWith(".cjs") || f.endsWith(".node")) cpSync(join(repo, "native", f), join(dir, "native", f));
-  }
-  cpSync(join(repo, "package.json"), join(dir, "package.json"));
-  mkdirSync(join(dir, "test"));
-  for (const f of ["sandbox-runner.mjs", "sandbox-attacks.mjs"]) cpSync(join(repo, "test", f), join(dir, "test", f));
-  const runner = join(dir, "test", "sandbox-runner.mjs");
-  const probe = spawnSync("setpriv", [...AS_NOBODY, "test", "-r", runner], { cwd: "/" });
-  if (probe.status !== 0) {
-    rmSync(dir, { recursive: true, force: true });
-    return { reason: `nobody cannot read ${runner} (a directory above ${tmpdir()} is not searchable by others)` };
-  }
-  return { runner, dir };
+  const copy = packageNobodyCanRead(["sandbox-runner.mjs", "sandbox-attacks.mjs"]);
+  return "reason" in copy ? copy : { runner: join(copy.dir, "test", "sandbox-runner.mjs"), dir: copy.dir };
 }
 
 describe("an unprivileged host", () => {
