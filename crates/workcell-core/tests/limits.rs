@@ -166,3 +166,51 @@ async fn required_refuses_a_process_cap_it_cannot_enforce() {
     let report = sandbox::prepare(&SandboxOptions { mode: Mode::Auto, ..opts }, &ws, &[]).unwrap().report();
     assert_eq!((report.limits.processes.by, report.limits.memory_bytes.by), (By::None, By::Rlimit));
 }
+
+/// On cgroup v1 the program's process joins its leaves through `tasks`, which moves only the
+/// writing thread (and so skips the kernel's global threadgroup lock and its RCU wait): that is
+/// the whole program only because the process is single-threaded when it writes. Every thread
+/// Node.js starts after exec, and every child, must be in the same leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cgroup_join_through_tasks_holds_every_thread_and_child_of_the_program() {
+    let (true, Some(node)) = (namespaced(), node()) else {
+        eprintln!("skipped: no namespaces or no node");
+        return;
+    };
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: cgroups are made for a root host here");
+        return;
+    }
+    let script = r#"const fs = require("fs");
+const texts = fs.readdirSync("/proc/self/task").map((t) => fs.readFileSync(`/proc/self/task/${t}/cgroup`, "utf8"));
+texts.push(require("child_process").execFileSync("/bin/cat", ["/proc/self/cgroup"], { encoding: "utf8" }));
+console.log("threads=" + (texts.length - 1));
+for (const t of texts) console.log("--\n" + t.trim());"#;
+    let (_dir, base) = common::temp_base();
+    let ws = Workspace::open(&base).unwrap();
+    let lines_of = |text: &str| -> Vec<String> {
+        let mut v: Vec<String> = text.lines().filter(|l| l.contains(":pids:") || l.contains(":memory:")).map(str::to_owned).collect();
+        v.sort();
+        v
+    };
+    let out = run_program(&ws, &SandboxOptions::default(), &node, &["-e", script], Duration::from_secs(60), &Cancel::new()).await;
+    assert_eq!(out.end, End::Exited, "{}", out.stdout);
+    if out.by.processes.by != By::CgroupV1 || out.by.memory_bytes.by != By::CgroupV1 {
+        eprintln!("skipped: the caps are not on cgroup v1 here ({:?}, {:?})", out.by.processes.by, out.by.memory_bytes.by);
+        return;
+    }
+    let threads: usize = out.stdout.lines().find_map(|l| l.strip_prefix("threads=")).unwrap().parse().unwrap();
+    assert!(threads > 1, "{}", out.stdout);
+    let sections: Vec<&str> = out.stdout.split("--\n").skip(1).collect();
+    assert_eq!(sections.len(), threads + 1);
+    let first = lines_of(sections[0]);
+    assert_eq!(first.len(), 2, "{}", out.stdout);
+    assert!(first.iter().all(|l| l.contains("workcell-")), "{}", out.stdout);
+    for s in &sections[1..] {
+        assert_eq!(lines_of(s), first, "a thread or the child is outside the call's leaves:\n{}", out.stdout);
+    }
+    // Without the cgroups nothing names a call's leaf: the check above can fail.
+    let off = SandboxOptions { no_cgroups: true, ..SandboxOptions::default() };
+    let out = run_program(&ws, &off, &node, &["-e", script], Duration::from_secs(60), &Cancel::new()).await;
+    assert!(!out.stdout.contains("workcell-"), "{}", out.stdout);
+}

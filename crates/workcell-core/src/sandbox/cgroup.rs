@@ -3,8 +3,8 @@
 //! Where the host may create one, each call gets a leaf of its own, named at random, below the
 //! host's own cgroup (so the host's own limits still bound it): a cgroup v2 leaf where the
 //! controller is delegated there (listed in the host cgroup's `cgroup.subtree_control`), else a
-//! group in the cgroup v1 hierarchy of that controller. The host opens the leaf's
-//! `cgroup.procs` and the program's process writes `0` to it just before exec
+//! group in the cgroup v1 hierarchy of that controller. The host opens the leaf's `tasks` (v1)
+//! or `cgroup.procs` (v2) and the program's process writes `0` to it just before exec
 //! ([`super::limits::ChildLimits`]), so the tree is in it from its first instruction, and the
 //! processes that share the host's memory until exec (C and the namespace's init) never are: the
 //! cgroup's OOM killer can only choose one of the program's processes.
@@ -196,7 +196,7 @@ impl Leaf {
                 None => {
                     let d = make_dir(&place.dir)?;
                     leaf.dirs.push(d.clone());
-                    leaf.procs.push(open_procs(&d)?);
+                    leaf.procs.push(open_join_file(&d, place.version)?);
                     made.push((place.dir.as_path(), d.clone()));
                     d
                 }
@@ -212,15 +212,24 @@ impl Leaf {
         Ok(leaf)
     }
 
-    /// The descriptors of the leaves' `cgroup.procs` (close-on-exec), for the child to join.
+    /// The descriptors of the leaves' join files (close-on-exec), for the child to join.
     pub fn procs(&self) -> Vec<libc::c_int> {
         self.procs.iter().map(|f| f.as_raw_fd()).collect()
     }
 }
 
-fn open_procs(dir: &Path) -> io::Result<OwnedFd> {
+/// The file through which the program's process joins a leaf by writing `0`.
+///
+/// On cgroup v1 that is `tasks`, which moves only the writing thread: the program's process is
+/// a freshly cloned, single-threaded process, so that is the whole process, and the kernel
+/// (since 6.0) then skips the global `cgroup_threadgroup_rwsem` that a write to `cgroup.procs`
+/// takes for writing, whose RCU grace period cost every confined call about 5 ms per
+/// controller. On cgroup v2 `tasks` does not exist (and `cgroup.threads` needs a threaded
+/// subtree): `cgroup.procs`.
+fn open_join_file(dir: &Path, version: By) -> io::Result<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let f = fs::OpenOptions::new().write(true).custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW).open(dir.join("cgroup.procs"))?;
+    let file = if version == By::CgroupV1 { "tasks" } else { "cgroup.procs" };
+    let f = fs::OpenOptions::new().write(true).custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW).open(dir.join(file))?;
     Ok(f.into())
 }
 

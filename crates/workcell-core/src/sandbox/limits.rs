@@ -187,7 +187,7 @@ pub fn decide(limits: &Limits, mech: &Mechanisms) -> LimitsReport {
 
 /// What the child applies to itself just before exec, prepared by the host: resource limits
 /// (soft and hard: a confined process cannot raise them again) and the cgroups to join
-/// (descriptors of their `cgroup.procs`, open for writing).
+/// (descriptors of their `tasks` or `cgroup.procs`, open for writing).
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[derive(Debug, Default)]
 pub struct ChildLimits {
