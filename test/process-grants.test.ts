@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { generateText } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { afterEach, describe, expect, test } from "vitest";
@@ -113,6 +114,9 @@ describe("start_process grants", () => {
     expect(await exists(c)).toBe(false);
     expect(second.denials).toEqual([{ kind: "write", path: c }]);
     expect(second.note).toMatch(/grants/);
+    // The hints are part of the published result shape (MCP's structuredContent is checked against it).
+    const check = new AjvJsonSchemaValidator().getValidator(start.outputSchema as Record<string, unknown>)(second);
+    expect(check.valid, check.errorMessage).toBe(true);
     expect(String(second.note).indexOf('sandbox: "off"')).toBeGreaterThan(String(second.note).indexOf("grants"));
     // The same start with the sandbox off writes: the refusal above is the sandbox's.
     const open = tools(root, { sandbox: "off" }).start;
