@@ -2,7 +2,9 @@
 // approved grant widens the sandbox of that one session, enforced by the kernel (Landlock); the
 // next start without grants runs with the tools' options only; `remember: "session"` keeps it
 // for the tool set; the adapters derive the `grants` parameter from the tool.
-import { mkdtemp, realpath, rm, stat } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { chmod, mkdtemp, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -10,7 +12,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { generateText } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
-import { afterEach, describe, expect, test } from "vitest";
+import { afterEach, describe, expect, onTestFinished, test } from "vitest";
 import { toAISDKTools } from "workcell/ai";
 import { createMcpServer } from "workcell/mcp";
 import {
@@ -25,6 +27,7 @@ import {
   type AuditEvent,
 } from "../dist/index.js";
 import { call, content, ctx, invalid, rejection, tempWorkspace } from "./helpers.js";
+import { AS_NOBODY, packageNobodyCanRead } from "./nobody.js";
 
 const landlock = sandboxSupport().landlockAbi !== null;
 const cleanup: string[] = [];
@@ -200,4 +203,53 @@ describe("start_process grants", () => {
       await server.close();
     }
   });
+
+  // The same as an unprivileged host (the directory is writable by nobody, so a refusal is
+  // Landlock's, not the file's mode), and with the sandbox off to show the run can fail.
+  test.skipIf(!landlock || process.getuid?.() !== 0)("start_process_grant_as_an_unprivileged_host_opens_one_session_only", async () => {
+    const { parent: top, root } = await tempWorkspace();
+    const granted = await outsideDir();
+    const parent = await outsideDir();
+    await chmod(top, 0o755);
+    for (const d of [root, granted, parent]) await chmod(d, 0o777);
+    const copy = packageNobodyCanRead();
+    if ("reason" in copy) {
+      console.warn(`skipped the unprivileged-host run: ${copy.reason}`);
+      return;
+    }
+    onTestFinished(() => rmSync(copy.dir, { recursive: true, force: true }));
+    const script = join(parent, "host.mjs");
+    await writeFile(
+      script,
+      `import { createProcessTools, closeTools } from ${JSON.stringify(join(copy.dir, "dist", "index.js"))};
+const [root, granted, sandbox] = process.argv.slice(2);
+const tools = createProcessTools(root, { sandbox, approvalFor: { grant: "ask" }, approve: () => true });
+const start = tools[0];
+const c = { signal: new AbortController().signal };
+const go = async (name, grants) => {
+  const r = await start.execute(start.validate({ argv: ["touch", granted + "/" + name], waitMs: 10000, ...(grants ? { grants } : {}) }), c);
+  return { exitCode: r.exitCode, output: r.output, filesystem: r.sandbox.filesystem };
+};
+const first = await go("a", { writePaths: [granted] });
+const second = await go("b");
+await closeTools(tools);
+console.log(JSON.stringify({ first, second }));
+`,
+    );
+    await chmod(script, 0o644);
+    const run = (sandbox: string) => {
+      const r = spawnSync("setpriv", [...AS_NOBODY, process.execPath, script, root, granted, sandbox], { encoding: "utf8", cwd: "/" });
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Record<"first" | "second", { exitCode: number; output: string; filesystem: string }>;
+    };
+    const confined = run("auto");
+    expect(confined.first).toMatchObject({ exitCode: 0, filesystem: "confined" });
+    expect(await exists(join(granted, "a"))).toBe(true);
+    expect(confined.second.exitCode).not.toBe(0);
+    expect(confined.second.output).toContain("Permission denied");
+    expect(await exists(join(granted, "b"))).toBe(false);
+    const open = run("off");
+    expect(open.second).toMatchObject({ exitCode: 0, filesystem: "open" });
+    expect(await exists(join(granted, "b"))).toBe(true);
+  }, 30_000);
 });
