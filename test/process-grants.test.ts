@@ -158,6 +158,18 @@ describe("start_process grants", () => {
     expect(await exists(join(granted, "4"))).toBe(false);
   });
 
+  test.skipIf(!landlock)("start_process_a_remembered_grant_of_a_removed_directory_does_not_stop_later_starts", async () => {
+    const { root } = await tempWorkspace();
+    const granted = await outsideDir();
+    const coding = createCodingTools(root, { approvalFor: { grant: "ask" }, approve: () => ({ allow: true, remember: "session" }) });
+    sets.push(coding);
+    const reg = new ToolRegistry(coding);
+    const run = (name: string, args: unknown) => executeToolCall(reg, call(name, args), new AbortController().signal).then(content);
+    expect(await run("start_process", { ...touch(join(granted, "1")), grants: { writePaths: [granted] } })).toMatchObject({ exitCode: 0 });
+    await rm(granted, { recursive: true });
+    expect(await run("start_process", { argv: ["true"], waitMs: 10_000 })).toMatchObject({ exitCode: 0, sandbox: { filesystem: "confined" } });
+  });
+
   test.skipIf(!landlock)("start_process_a_grant_remembered_by_run_command_applies_to_a_later_start", async () => {
     const { root } = await tempWorkspace();
     const granted = await outsideDir();

@@ -426,11 +426,24 @@ async fn a_granted_write_path_opens_for_that_session_only_the_next_start_is_refu
     assert_ne!(out.exit_code, Some(0));
     assert!(out.output.contains("Permission denied"), "{}", out.output);
     assert!(!granted.join("b").exists());
-    // A grant naming another spelling of the path (a symlink) is refused before anything starts.
-    std::os::unix::fs::symlink(&granted, granted.join("link")).unwrap();
-    let mut linked = touch("c");
-    linked.grants.write_paths = vec![format!("{g}/link")];
-    assert_eq!(t.start(&linked, &c).await.unwrap_err().reason(), Some("INVALID_ARGUMENTS_SHAPE"));
+    // A grant whose path became a symlink (to the same directory, even) since it was approved
+    // opens nothing: the kernel refuses the write.
+    let moved = tempfile::tempdir().unwrap();
+    let m = std::fs::canonicalize(moved.path()).unwrap().join("d");
+    std::fs::create_dir(&m).unwrap();
+    let ms = m.to_str().unwrap().to_string();
+    let mut linked = start(&["sh", "-c", "touch \"$0\" && echo wrote", &format!("{ms}/c")]);
+    linked.wait_ms = Some(10_000.0);
+    linked.grants.write_paths = vec![ms.clone()];
+    std::fs::remove_dir(&m).unwrap();
+    std::os::unix::fs::symlink(&granted, &m).unwrap();
+    let out = t.start(&linked, &c).await.unwrap();
+    assert_ne!(out.exit_code, Some(0), "{out:?}");
+    assert!(!granted.join("c").exists());
+    // A path that is not absolute is refused before anything starts.
+    let mut relative = touch("c");
+    relative.grants.write_paths = vec!["relative/dir".into()];
+    assert_eq!(t.start(&relative, &c).await.unwrap_err().reason(), Some("INVALID_ARGUMENTS_SHAPE"));
     // With the sandbox off, the same start writes.
     let open = table_for(&f, &mark, |o| o.command.sandbox.mode = Mode::Off);
     assert_eq!(open.start(&touch("b"), &c).await.unwrap().exit_code, Some(0));

@@ -1,15 +1,20 @@
 //! Per-call grants (contract §12): what one approved call may have beyond its tool's sandbox
-//! options, for that call only. The paths are checked like the options' (absolute, no NUL,
-//! existing) and must already be in their canonical form: the path a person approved is the
-//! path the sandbox opens, never one a symlink put in its place since.
+//! options, for that call only. The paths were resolved when the call was validated (the
+//! approval layer calls [`canonical_grant`], whose errors the model gets); here they are checked
+//! again when the process starts: absolute and without NUL (else the call is refused), and still
+//! the canonical path of an existing file or directory. A path that no longer is (removed, or
+//! resolving elsewhere because a symlink was put in its place since the person approved it)
+//! opens nothing, as a host's own path that went missing opens nothing: the process then meets
+//! the sandbox's refusal, never a path nobody approved.
 
 use std::path::PathBuf;
 
 use super::{canonical_grant, Mode, SandboxOptions};
 use crate::error::{Error, Reason, Result};
 
-/// Most paths in each of `writePaths` and `readPaths`.
-pub const MAX_GRANT_PATHS: usize = 16;
+/// Most paths in each of `writePaths` and `readPaths` of one start: a call's own (at most 16,
+/// checked when it is validated) merged with the grants remembered for the tool set.
+pub const MAX_GRANT_PATHS: usize = 256;
 
 /// A call's grants as the model sent them (after the approval layer resolved the paths).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
@@ -46,24 +51,24 @@ fn paths(list: &[String], name: &str) -> Result<Vec<PathBuf>> {
     }
     let mut out: Vec<PathBuf> = Vec::with_capacity(list.len());
     for p in list {
-        let canonical = canonical_grant(p).map_err(|m| {
-            refused(name, format!("grants.{name}: {m}; give absolute paths of existing files or directories, such as /home/user/.cache/tool"))
-        })?;
-        if canonical.as_os_str() != std::ffi::OsStr::new(p) {
-            return Err(refused(
-                name,
-                format!("grants.{name}: {p:?} is not the path it resolves to ({}); ask for that path instead", canonical.display()),
-            ));
+        if p.contains('\0') || !std::path::Path::new(p).is_absolute() {
+            return Err(refused(name, format!("grants.{name}: {p:?} is not an absolute path; give absolute paths of existing files or directories, such as /home/user/.cache/tool")));
         }
-        if !out.contains(&canonical) {
-            out.push(canonical);
+        // Only a path that is still its own canonical form is opened.
+        match canonical_grant(p) {
+            Ok(c) if c.as_os_str() == std::ffi::OsStr::new(p) => {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            _ => {}
         }
     }
     Ok(out)
 }
 
 impl GrantRequest {
-    /// Checks the grants without any effect.
+    /// Checks the grants without any effect; the paths that still are what they were.
     pub fn check(&self) -> Result<Grants> {
         let sandbox_off = match self.sandbox.as_deref() {
             None => false,
@@ -126,10 +131,13 @@ mod tests {
         let ok = GrantRequest { write_paths: vec![s(&real), s(&real)], network: true, ..Default::default() }.check().unwrap();
         assert_eq!(ok.write_paths, vec![real.clone()]);
         assert!(ok.network && !ok.sandbox_off);
-        // A symlink (or any other spelling) is refused: the approved path is the one opened.
-        let link = GrantRequest { write_paths: vec![s(&real.join("link"))], ..Default::default() }.check().unwrap_err();
-        assert!(link.hint.as_deref().unwrap().contains("not the path it resolves to"), "{link:?}");
-        for bad in ["relative", "/no/such/path/anywhere", "/a\0b"] {
+        // A symlink (or any other spelling), or a path that is gone, opens nothing: only the
+        // approved path itself is ever opened.
+        for gone in [s(&real.join("link")), "/no/such/path/anywhere".into(), format!("{}/.", s(&real))] {
+            let g = GrantRequest { write_paths: vec![gone.clone()], read_paths: vec![gone.clone()], ..Default::default() }.check().unwrap();
+            assert!(g.is_empty(), "{gone}: {g:?}");
+        }
+        for bad in ["relative", "/a\0b"] {
             assert!(GrantRequest { read_paths: vec![bad.into()], ..Default::default() }.check().is_err(), "{bad}");
         }
         let many = GrantRequest { read_paths: vec![s(&real); MAX_GRANT_PATHS + 1], ..Default::default() };
