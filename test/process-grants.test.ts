@@ -22,6 +22,7 @@ import {
   createProcessTools,
   executeToolCall,
   sandboxSupport,
+  withGrants,
   type AnyTool,
   type ApprovalRequest,
   type AuditEvent,
@@ -180,6 +181,16 @@ describe("start_process grants", () => {
     expect(await run("run_command", { argv: ["touch", join(granted, "1")], grants: { writePaths: [granted] } })).toMatchObject({ exitCode: 0 });
     expect(await run("start_process", touch(join(granted, "2")))).toMatchObject({ exitCode: 0 });
     expect(await exists(join(granted, "2"))).toBe(true);
+  });
+
+  test("a_granted_network_or_sandbox_off_replaces_the_hosts_allowlist_as_the_core_does_for_sessions", () => {
+    const host = { sandbox: "auto" as const, network: false, networkAllow: ["npm"], readPaths: [], writePaths: [], limits: {} };
+    // An allowlist with network: true, or without the sandbox, is a misconfiguration the core refuses.
+    expect(withGrants(host, { network: true })).toMatchObject({ network: true });
+    expect(withGrants(host, { network: true }).networkAllow).toBeUndefined();
+    expect(withGrants(host, { sandbox: "off" })).toMatchObject({ sandbox: "off" });
+    expect(withGrants(host, { sandbox: "off" }).networkAllow).toBeUndefined();
+    expect(withGrants(host, { writePaths: ["/x"] })).toMatchObject({ networkAllow: ["npm"], writePaths: ["/x"] });
   });
 
   test("start_process_grants_parameter_reaches_the_mcp_and_ai_sdk_adapters", async () => {
