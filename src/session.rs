@@ -3,14 +3,21 @@
 
 use std::sync::Arc;
 
+use std::future::Future;
+
 use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
 use napi_derive::napi;
+use serde::Serialize;
+use workcell_core::sandbox::GrantRequest;
+use workcell_core::session::table::ProcessList;
 use workcell_core::session::{ProcessTable, ReadRequest, SessionOptions, StartRequest};
+use workcell_core::{Error, Reason};
 
-use crate::convert::{strict_string, throw, NativeError};
+use crate::convert::{strict_string, throw};
+use crate::outcome::{Json, Outcome};
 use crate::process::EnvVar;
-use crate::process_tool::{env_of, host_error, policy_of, reaper_of, set_ms, spawn_call};
+use crate::process_tool::{env_of, host_error, policy_of, reaper_of, set_ms};
 use crate::sandbox::SandboxFeatureLimit;
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -39,21 +46,25 @@ pub struct ProcessToolsOptions {
     pub max_processes: Option<u32>,
 }
 
-/// A tool result (JSON) or `{ error }`.
-#[napi(object)]
-#[derive(Default)]
-pub struct SessionResult {
-    pub value: Option<serde_json::Value>,
-    pub error: Option<NativeError>,
-}
-
-impl<T: Into<serde_json::Value>> From<workcell_core::Result<T>> for SessionResult {
-    fn from(r: workcell_core::Result<T>) -> Self {
-        match r {
-            Ok(v) => SessionResult { value: Some(v.into()), error: None },
-            Err(e) => SessionResult { value: None, error: Some(e.into()) },
-        }
-    }
+/// Runs a session call on tokio and resolves to the core's outcome (`{ ok } | { error }`,
+/// a request refused by the conversion included): never rejects for a tool error.
+fn spawn_json<'env, Req, T, Fut>(
+    env: &'env Env,
+    req: workcell_core::Result<Req>,
+    run: impl FnOnce(Req) -> Fut,
+) -> napi::Result<PromiseRaw<'env, Json<Outcome<T>>>>
+where
+    Fut: Future<Output = workcell_core::Result<T>> + Send + 'static,
+    T: Serialize + Send + 'static,
+{
+    let call = req.map(run);
+    env.spawn_future(async move {
+        let result = match call {
+            Ok(call) => call.await,
+            Err(e) => Err(e),
+        };
+        Ok(Json(Outcome::from(result)))
+    })
 }
 
 fn options(o: ProcessToolsOptions) -> napi::Result<SessionOptions> {
@@ -94,7 +105,15 @@ fn start_request(
     wait_ms: Option<f64>,
     ports: Option<Vec<f64>>,
     watch: Option<Vec<Utf16String>>,
+    grants: Option<serde_json::Value>,
 ) -> workcell_core::Result<StartRequest> {
+    let grants = match grants {
+        None | Some(serde_json::Value::Null) => GrantRequest::default(),
+        Some(v) => serde_json::from_value(v).map_err(|e| {
+            Error::invalid(Reason::InvalidArgumentsShape, format!("grants must be {{ writePaths?, readPaths?, network?, sandbox?: \"off\" }}: {e}"))
+                .with_details(serde_json::json!({ "at": "arguments.grants" }))
+        })?,
+    };
     Ok(StartRequest {
         argv: strings(argv)?,
         cwd: cwd.map(strict_string).transpose()?,
@@ -104,6 +123,7 @@ fn start_request(
         wait_ms,
         ports: ports.unwrap_or_default(),
         watch: strings(watch.unwrap_or_default())?,
+        grants,
     })
 }
 
@@ -144,14 +164,16 @@ impl NativeProcessTable {
         wait_ms: Option<f64>,
         ports: Option<Vec<f64>>,
         watch: Option<Vec<Utf16String>>,
+        #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\" } | undefined | null")] grants: Option<serde_json::Value>,
     ) -> napi::Result<()> {
-        start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch)
+        start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch, grants)
             .and_then(|r| workcell_core::session::check_start(&r, self.table.options()))
             .map(|_| ())
             .map_err(throw)
     }
 
-    #[napi(ts_return_type = "Promise<SessionResult>")]
+    /// start_process; `grants` (approved) widen the table's sandbox options for this session.
+    #[napi(ts_return_type = "Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     #[allow(clippy::too_many_arguments)]
     pub fn start<'env>(
         &self,
@@ -165,14 +187,15 @@ impl NativeProcessTable {
         ports: Option<Vec<f64>>,
         watch: Option<Vec<Utf16String>>,
         cancel: Option<&CancelHandle>,
-    ) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+        #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\" } | undefined | null")] grants: Option<serde_json::Value>,
+    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::session::table::ProcessOutput>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
-        spawn_call(env, start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch), move |req| async move {
-            t.start(&req, &cancel).await.map(|o| o.to_json())
+        spawn_json(env, start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch, grants), move |req| async move {
+            t.start(&req, &cancel).await
         })
     }
 
-    #[napi(ts_return_type = "Promise<SessionResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn read<'env>(
         &self,
         env: &'env Env,
@@ -181,13 +204,13 @@ impl NativeProcessTable {
         wait_for: Option<Utf16String>,
         wait_ms: Option<f64>,
         cancel: Option<&CancelHandle>,
-    ) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::session::table::ProcessOutput>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
         let req = wait_for.map(strict_string).transpose().map(|wait_for| ReadRequest { id, cursor, wait_for, wait_ms });
-        spawn_call(env, req, move |req| async move { t.read(&req, &cancel).await.map(|o| o.to_json()) })
+        spawn_json(env, req, move |req| async move { t.read(&req, &cancel).await })
     }
 
-    #[napi(ts_return_type = "Promise<SessionResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { id: string; bytes: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn write<'env>(
         &self,
         env: &'env Env,
@@ -195,32 +218,45 @@ impl NativeProcessTable {
         input: Utf16String,
         close_stdin: Option<bool>,
         cancel: Option<&CancelHandle>,
-    ) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<Written>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
-        spawn_call(env, strict_string(input), move |input| async move {
+        spawn_json(env, strict_string(input), move |input| async move {
             let bytes = t.write(&id, &input, close_stdin.unwrap_or(false), &cancel).await?;
-            Ok(serde_json::json!({ "id": id, "bytes": bytes }))
+            Ok(Written { id, bytes })
         })
     }
 
-    #[napi(ts_return_type = "Promise<SessionResult>")]
-    pub fn stop<'env>(&self, env: &'env Env, id: String, signal: Option<String>, cancel: Option<&CancelHandle>) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+    #[napi(ts_return_type = "Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    pub fn stop<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        signal: Option<String>,
+        cancel: Option<&CancelHandle>,
+    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::session::table::ProcessOutput>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
-        spawn_call(env, Ok(()), move |()| async move { t.stop(&id, signal.as_deref(), &cancel).await.map(|o| o.to_json()) })
+        spawn_json(env, Ok(()), move |()| async move { t.stop(&id, signal.as_deref(), &cancel).await })
     }
 
-    #[napi]
-    pub fn list(&self) -> serde_json::Value {
-        serde_json::json!({ "processes": self.table.list().iter().map(|p| p.to_json()).collect::<Vec<_>>() })
+    #[napi(ts_return_type = "{ processes: { id: string; argv: string[]; running: boolean; exitCode: number | null; signal: string | null; startedAt: string; durationMs: number }[] }")]
+    pub fn list(&self) -> Json<ProcessList> {
+        Json(ProcessList { processes: self.table.list() })
     }
 
     /// Ends every process and refuses new ones; resolves once they are gone.
-    #[napi(ts_return_type = "Promise<SessionResult>")]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, SessionResult>> {
+    #[napi(ts_return_type = "Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json<Outcome<()>>>> {
         let t = Arc::clone(&self.table);
-        spawn_call(env, Ok(()), move |()| async move {
+        spawn_json(env, Ok(()), move |()| async move {
             t.close().await;
-            Ok(serde_json::Value::Null)
+            Ok(())
         })
     }
+}
+
+/// What write_process returns.
+#[derive(Serialize)]
+pub struct Written {
+    id: String,
+    bytes: u64,
 }

@@ -593,13 +593,18 @@ export function sandboxDenials(
  */
 export function withGrants(options: NativeSandboxOptions, grants: Grants | undefined): NativeSandboxOptions {
   if (!grants) return options;
-  return {
+  const out: NativeSandboxOptions = {
     ...options,
     sandbox: grants.sandbox === "off" ? "off" : options.sandbox,
     network: options.network || grants.network === true,
     readPaths: [...options.readPaths, ...(grants.readPaths ?? [])],
     writePaths: [...options.writePaths, ...(grants.writePaths ?? [])],
   };
+  // A granted network (or no sandbox) replaces the host's allowlist, as the core's
+  // `SandboxOptions::granted` does for sessions: the allowlist needs the sandbox and excludes
+  // `network: true`.
+  if (grants.network === true || grants.sandbox === "off") delete out.networkAllow;
+  return out;
 }
 
 /** The gate hooks of a workcell tool, if it has them. */

@@ -166,6 +166,7 @@ export const PROCESS_OUTPUT_SCHEMA: JsonSchema = object(
     durationMs: count,
     sandbox: SANDBOX_REPORT_SCHEMA,
     note: string,
+    denials,
   },
   ["id", "running", "exitCode", "signal", "output", "cursor", "omittedBytes", "matched", "alerts", "alertsOmitted", "durationMs", "sandbox"],
 );

@@ -1,15 +1,15 @@
 // The process sessions: start_process, read_process, write_process, stop_process and
 // list_processes, sharing one process table. Every limit and decision is made in Rust
 // (crates/workcell-core/src/session/); this file checks shapes, converts and describes.
-import type { CancelHandle, ProcessToolsOptions as NativeProcessToolsOptions, SessionResult } from "../native/binding.js";
+import type { ProcessToolsOptions as NativeProcessToolsOptions } from "../native/binding.js";
 import { abortError } from "./errors.js";
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
-import { SANDBOX_OPTIONS, sandboxOptions, toSandboxReport, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, sandboxOptions, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
-import { Gate, attachHooks, type ProcessSpec } from "./approval.js";
+import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec } from "./approval.js";
 import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { AnyTool, Tool, ToolContext } from "./tool.js";
 
@@ -55,8 +55,11 @@ export interface ProcessOutput {
   /** Alerts beyond the 20 kept. */
   alertsOmitted: number;
   durationMs: number;
+  /** What confined this process (its start's grants included). */
   sandbox: SandboxReport;
   note?: string;
+  /** When the process exited non-zero and its output shows a sandbox refusal (contract §12). */
+  denials?: { kind: "write" | "read" | "network"; path?: string }[];
 }
 
 export interface StartProcessInput {
@@ -68,6 +71,8 @@ export interface StartProcessInput {
   waitMs?: number;
   ports?: number[];
   watch?: string[];
+  /** More than the tools' sandbox options, for this process only (approved; contract §12). */
+  grants?: Grants;
 }
 export interface ReadProcessInput {
   id: string;
@@ -161,12 +166,8 @@ function integer(name: string, value: unknown, min: number, max: number): number
   return value;
 }
 
-function toOutput(v: Record<string, unknown>): ProcessOutput {
-  const out = { ...(v as unknown as ProcessOutput) };
-  out.sandbox = toSandboxReport(v.sandbox as Parameters<typeof toSandboxReport>[0]);
-  if (out.note == null) delete out.note;
-  return out;
-}
+/** The core's result as the model gets it (the core's shape, passed through). */
+type CoreProcessOutput = Omit<ProcessOutput, "sandbox" | "denials"> & { sandbox: unknown };
 
 /** Creates the five process-session tools for one workspace root, sharing one process table. */
 export function createProcessTools(root: string, options: ProcessToolsOptions = {}): AnyTool[] {
@@ -219,8 +220,18 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   const summary = (argv: readonly string[]) => argv.map((a) => (/^[\w./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => (closed ??= table.close().then(() => undefined));
-  const value = async (signal: AbortSignal | undefined, run: (cancel: CancelHandle | undefined) => Promise<SessionResult>) =>
-    (await callNative(signal, run)).value as Record<string, unknown>;
+  // A process that exited non-zero on a sandbox refusal gets the denial hints, as the other
+  // process tools' results do (decided in the core; none while it runs or after a clean exit).
+  const output = (v: CoreProcessOutput): ProcessOutput => {
+    const out = v as ProcessOutput;
+    if (out.running || out.exitCode === null || out.exitCode === 0) return out;
+    const hint = gate.denials([out.output], false, out.sandbox);
+    if (hint) {
+      out.denials = hint.denials;
+      out.note = out.note === undefined ? hint.note : `${out.note} ${hint.note}`;
+    }
+    return out;
+  };
   const checked = <I>(schema: JsonSchema, input: unknown, more?: (i: I) => void): I => {
     checkSchema(schema, input);
     try {
@@ -241,15 +252,17 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       if (i.cwd !== undefined) d.cwd = i.cwd;
       return d;
     },
-    grants: () => undefined,
-    run: async (i, context) =>
-      toOutput(await value(context?.signal, (c) => table.start(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, c))),
+    grants: (i) => i.grants,
+    // The grants (this call's, approved, and the tool set's remembered ones) widen the tools'
+    // sandbox options in the core for this process only.
+    run: async (i, context, grants) =>
+      output(await callCore(context?.signal, (c) => table.start(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, c, grants))),
   };
   const writeSpec: ProcessSpec<WriteProcessInput, { id: string; bytes: number }> = {
     effect: "process",
     describe: (i) => ({ argv: [], summary: `write_process ${i.id}: ${JSON.stringify(i.input.length > 200 ? `${i.input.slice(0, 200)}...` : i.input)}${i.closeStdin ? " (then closes stdin)" : ""}` }),
     grants: () => undefined,
-    run: async (i, context) => (await value(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c))) as { id: string; bytes: number },
+    run: (i, context) => callCore(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c)),
   };
   const start: Tool<StartProcessInput, ProcessOutput> = {
     name: "start_process",
@@ -258,15 +271,20 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       `Start a dev server, watcher, REPL or long build and return while it runs, with its id (argv and cwd as run_command). Pass waitFor (a regex such as "listening") to return once it appears. Then read_process to follow its output, write_process for stdin, stop_process when done. At most ${maxProcesses} run at once; ${allowed}; killed after timeoutMs (default ${timeoutMs}).`,
       `Returns { id, running, exitCode, signal, output, cursor, omittedBytes, matched, alerts, durationMs, sandbox }. waitMs is at most 30000 (default 1000); watch takes up to 16 keywords reported in alerts; tty: true gives an 80x24 terminal with escape sequences removed. The first 8 KiB and the last 64 KiB of output are kept; older bytes are counted in omittedBytes. It runs confined like run_command, with a private HOME and TMPDIR kept for its life.`,
     ),
-    parameters: startParameters,
+    parameters: withGrantsParameter(startParameters, gate),
     outputSchema: PROCESS_OUTPUT_SCHEMA,
     // An MCP client may run it as a task (contract §16): it can wait up to 30 s for waitFor, and
     // tasks/cancel aborts it (an aborted start kills the process it started).
     taskSupport: "optional",
-    validate: (input) =>
-      checked<StartProcessInput>(startParameters, input, (i) =>
-        table.checkStart(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch),
-      ),
+    validate: (raw) => {
+      // `grants`: GRANT_NOT_ALLOWED unless the host lets calls ask; paths resolved in the core.
+      const { rest, grants } = gate.splitGrants(raw);
+      const i = checked<StartProcessInput>(startParameters, rest, (i) =>
+        table.checkStart(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, grants),
+      );
+      if (grants) i.grants = grants;
+      return i;
+    },
     execute(i, context: ToolContext) {
       return gate.execute("start_process", startSpec, i, context);
     },
@@ -283,7 +301,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     outputSchema: PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<ReadProcessInput>(readParameters, input),
     async execute(i, context: ToolContext) {
-      return toOutput(await value(context?.signal, (c) => table.read(i.id, i.cursor, i.waitFor, i.waitMs, c)));
+      return output(await callCore(context?.signal, (c) => table.read(i.id, i.cursor, i.waitFor, i.waitMs, c)));
     },
     close,
   };
@@ -313,7 +331,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     outputSchema: PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<StopProcessInput>(stopParameters, input),
     async execute(i, context: ToolContext) {
-      return toOutput(await value(context?.signal, (c) => table.stop(i.id, i.signal, c)));
+      return output(await callCore(context?.signal, (c) => table.stop(i.id, i.signal, c)));
     },
     close,
   };
@@ -329,7 +347,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     validate: (input) => checked<Record<string, never>>(listParameters, input),
     async execute(_i, context: ToolContext) {
       if (context?.signal?.aborted) throw abortError(context.signal);
-      return table.list() as { processes: ProcessInfo[] };
+      return table.list();
     },
     close,
   };

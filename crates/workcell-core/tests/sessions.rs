@@ -394,3 +394,64 @@ async fn wait_for_finds_a_match_in_the_tail_after_a_gap_while_the_process_is_idl
     t.close().await;
     assert_nothing_left(&f, &mark);
 }
+
+/// A start's grant opens its path for that session only: the next start without grants is
+/// refused by the kernel (the process's own EACCES), and the same start with the sandbox off
+/// writes (so the refusal is the sandbox's, and this test can fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_write_path_opens_for_that_session_only_the_next_start_is_refused_by_the_kernel() {
+    if Features::detect().landlock_abi.is_none() {
+        return;
+    }
+    let f = fixture(&[]);
+    let mark = marker("wc-sess");
+    let t = table_for(&f, &mark, |_| {});
+    let c = Cancel::new();
+    let outside = tempfile::tempdir().unwrap();
+    let granted = std::fs::canonicalize(outside.path()).unwrap();
+    let g = granted.to_str().unwrap().to_string();
+    let touch = |name: &str| {
+        let mut r = start(&["sh", "-c", "touch \"$0\" && echo wrote", &format!("{g}/{name}")]);
+        r.wait_ms = Some(10_000.0);
+        r
+    };
+    let mut first = touch("a");
+    first.grants.write_paths = vec![g.clone()];
+    let out = t.start(&first, &c).await.unwrap();
+    assert_eq!((out.exit_code, out.output.trim()), (Some(0), "wrote"), "{out:?}");
+    assert!(granted.join("a").exists());
+    assert_eq!(out.sandbox.filesystem, workcell_core::sandbox::Filesystem::Confined);
+    // The next start, without grants: the table's options only.
+    let out = t.start(&touch("b"), &c).await.unwrap();
+    assert_ne!(out.exit_code, Some(0));
+    assert!(out.output.contains("Permission denied"), "{}", out.output);
+    assert!(!granted.join("b").exists());
+    // A grant whose path became a symlink (to the same directory, even) since it was approved
+    // opens nothing: the kernel refuses the write.
+    let moved = tempfile::tempdir().unwrap();
+    let m = std::fs::canonicalize(moved.path()).unwrap().join("d");
+    std::fs::create_dir(&m).unwrap();
+    let ms = m.to_str().unwrap().to_string();
+    let mut linked = start(&["sh", "-c", "touch \"$0\" && echo wrote", &format!("{ms}/c")]);
+    linked.wait_ms = Some(10_000.0);
+    linked.grants.write_paths = vec![ms.clone()];
+    std::fs::remove_dir(&m).unwrap();
+    std::os::unix::fs::symlink(&granted, &m).unwrap();
+    let out = t.start(&linked, &c).await.unwrap();
+    assert_ne!(out.exit_code, Some(0), "{out:?}");
+    assert!(!granted.join("c").exists());
+    // A path that is not absolute is refused before anything starts.
+    let mut relative = touch("c");
+    relative.grants.write_paths = vec!["relative/dir".into()];
+    assert_eq!(t.start(&relative, &c).await.unwrap_err().reason(), Some("INVALID_ARGUMENTS_SHAPE"));
+    // With the sandbox off, the same start writes.
+    let open = table_for(&f, &mark, |o| o.command.sandbox.mode = Mode::Off);
+    assert_eq!(open.start(&touch("b"), &c).await.unwrap().exit_code, Some(0));
+    assert!(granted.join("b").exists());
+    // A granted `sandbox: "off"` is reported as what was in force.
+    let mut off = touch("d");
+    off.grants.sandbox = Some("off".into());
+    let out = t.start(&off, &c).await.unwrap();
+    assert_eq!((out.exit_code, out.sandbox.filesystem), (Some(0), workcell_core::sandbox::Filesystem::Open));
+    assert_nothing_left(&f, &mark);
+}

@@ -46,6 +46,7 @@ pub mod cgroup;
 pub mod landlock;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod launch;
+pub mod grants;
 pub mod limits;
 pub mod node_permission;
 pub mod paths;
@@ -59,6 +60,7 @@ pub mod ports;
 pub mod probe;
 pub mod report;
 
+pub use grants::{GrantRequest, Grants};
 pub use node_permission::NodePermission;
 pub use paths::{canonical_grant, program_grants, Access, Grant};
 pub use probe::Features;

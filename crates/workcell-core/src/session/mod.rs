@@ -104,6 +104,9 @@ pub struct StartRequest {
     pub wait_ms: Option<f64>,
     pub ports: Vec<f64>,
     pub watch: Vec<String>,
+    /// The approved grants of this start (contract §12): they widen the table's sandbox options
+    /// for this session only.
+    pub grants: crate::sandbox::GrantRequest,
 }
 
 /// read_process's input.
@@ -144,6 +147,8 @@ pub struct CheckedStart {
     pub wait_for: Option<regex_automata::meta::Regex>,
     pub wait: Duration,
     pub ports: Vec<u16>,
+    /// The grants, checked (canonical existing paths).
+    pub grants: crate::sandbox::Grants,
 }
 
 /// Checks start_process's input without any effect.
@@ -183,8 +188,9 @@ pub fn check_start(req: &StartRequest, opts: &SessionOptions) -> Result<CheckedS
             ports.push(p);
         }
     }
+    let grants = req.grants.check()?;
     let _ = policy::check_command; // the policy runs in check_request above
-    Ok(CheckedStart { command, wait_for, wait, ports })
+    Ok(CheckedStart { command, wait_for, wait, ports, grants })
 }
 
 /// Checks write_process's input.

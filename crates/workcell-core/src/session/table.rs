@@ -5,8 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::{json, Value};
-
 use super::buffer::Alert;
 use super::run::{self, Ender, Shared, Start};
 use super::wait::Matcher;
@@ -51,48 +49,85 @@ pub struct ProcessTable {
 }
 
 /// What start_process, read_process and stop_process return.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProcessOutput {
     pub id: String,
     pub running: bool,
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
     pub output: String,
+    #[serde(serialize_with = "as_f64")]
     pub cursor: u64,
+    #[serde(serialize_with = "as_f64")]
     pub omitted_bytes: u64,
     pub matched: bool,
     pub alerts: Vec<Alert>,
+    #[serde(serialize_with = "as_f64")]
     pub alerts_omitted: u64,
+    #[serde(serialize_with = "as_f64")]
     pub duration_ms: u64,
+    /// What was in force for this session (its grants included).
+    #[serde(serialize_with = "report_json")]
     pub sandbox: Report,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
-impl ProcessOutput {
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "id": self.id,
-            "running": self.running,
-            "exitCode": self.exit_code,
-            "signal": self.signal,
-            "output": self.output,
-            "cursor": self.cursor,
-            "omittedBytes": self.omitted_bytes,
-            "matched": self.matched,
-            "alerts": self.alerts.iter().map(|a| json!({ "keyword": a.keyword, "line": a.line })).collect::<Vec<_>>(),
-            "alertsOmitted": self.alerts_omitted,
-            "durationMs": self.duration_ms,
-            "sandbox": self.sandbox.to_json(),
-        });
-        if let Some(n) = &self.note {
-            v["note"] = json!(n);
-        }
-        v
+/// Counts as JavaScript numbers (a `u64` above `u32::MAX` would become a BigInt in JS; these stay
+/// below 2^53).
+fn as_f64<S: serde::Serializer>(v: &u64, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(*v as f64)
+}
+
+/// The report in its result shape (`Report::to_json`'s), with the caps as numbers.
+fn report_json<S: serde::Serializer>(r: &Report, s: S) -> std::result::Result<S::Ok, S::Error> {
+    use crate::sandbox::Enforced;
+    #[derive(serde::Serialize)]
+    struct Cap {
+        max: f64,
+        by: &'static str,
     }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Caps {
+        processes: Cap,
+        memory_bytes: Cap,
+        file_bytes: Cap,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Shown {
+        landlock_abi: Option<u32>,
+        filesystem: &'static str,
+        network: &'static str,
+        processes: &'static str,
+        node_permission: bool,
+        limits: Caps,
+    }
+    let cap = |e: Enforced| Cap { max: e.max as f64, by: e.by.as_str() };
+    serde::Serialize::serialize(
+        &Shown {
+            landlock_abi: r.landlock_abi,
+            filesystem: r.filesystem.as_str(),
+            network: r.network.as_str(),
+            processes: r.processes.as_str(),
+            node_permission: r.node_permission,
+            limits: Caps { processes: cap(r.limits.processes), memory_bytes: cap(r.limits.memory_bytes), file_bytes: cap(r.limits.file_bytes) },
+        },
+        s,
+    )
+}
+
+/// What list_processes returns.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ProcessList {
+    pub processes: Vec<ProcessInfo>,
 }
 
 /// One row of list_processes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProcessInfo {
     pub id: String,
     pub argv: Vec<String>,
@@ -101,6 +136,7 @@ pub struct ProcessInfo {
     pub signal: Option<String>,
     /// ISO 8601, UTC.
     pub started_at: String,
+    #[serde(serialize_with = "as_f64")]
     pub duration_ms: u64,
 }
 
@@ -193,6 +229,9 @@ impl ProcessTable {
         self.opts.validate().map_err(misconfigured)?;
         let checked = self.check_start(req)?;
         let mut copts = self.opts.command.clone();
+        // This session's sandbox: the table's options widened by its approved grants (for this
+        // one start; the table's own options never change).
+        copts.sandbox = copts.sandbox.granted(&checked.grants);
         copts.sandbox.bind_ports = checked.ports.clone();
         let lease = self.ports.open(&checked.ports);
         let Prepared { spec, report, scratch, workdir, net } = command::prepare_start(&self.ws, &req.argv, checked.command.cwd.as_ref(), &copts)?;
@@ -461,25 +500,51 @@ impl Drop for ProcessTable {
     }
 }
 
-impl ProcessInfo {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "argv": self.argv,
-            "running": self.running,
-            "exitCode": self.exit_code,
-            "signal": self.signal,
-            "startedAt": self.started_at,
-            "durationMs": self.duration_ms,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn iso_dates() {
         let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_764_590_400_123);
         assert_eq!(super::iso8601(t), "2025-12-01T12:00:00.123Z");
+    }
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use super::*;
+    use crate::sandbox::{Filesystem, LimitsReport, Network};
+
+    #[test]
+    fn process_output_serializes_in_the_result_shape_with_numbers_not_bigints() {
+        let limits = LimitsReport::NONE;
+        let sandbox = Report { landlock_abi: Some(6), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false, limits };
+        let out = ProcessOutput {
+            id: "p1".into(),
+            running: false,
+            exit_code: Some(1),
+            signal: None,
+            output: "x".into(),
+            cursor: 5 << 32,
+            omitted_bytes: 0,
+            matched: false,
+            alerts: vec![Alert { keyword: "error".into(), line: "an error".into() }],
+            alerts_omitted: 0,
+            duration_ms: 3,
+            sandbox,
+            note: None,
+        };
+        let v = serde_json::to_value(&out).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut want = ["id", "running", "exitCode", "signal", "output", "cursor", "omittedBytes", "matched", "alerts", "alertsOmitted", "durationMs", "sandbox"];
+        want.sort();
+        let mut got = keys.clone();
+        got.sort();
+        assert_eq!(got, want);
+        // Every count is a float (a JS number), never a u64 (which napi turns into a BigInt).
+        assert!(v["cursor"].is_f64() && v["cursor"].as_f64() == Some((5u64 << 32) as f64));
+        assert!(v["sandbox"]["limits"]["fileBytes"]["max"].is_f64());
+        assert_eq!(v["sandbox"]["filesystem"], "confined");
+        assert_eq!(v["alerts"][0]["keyword"], "error");
+        assert_eq!(serde_json::to_value(&ProcessOutput { note: Some("n".into()), ..out }).unwrap()["note"], "n");
     }
 }
