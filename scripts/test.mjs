@@ -14,7 +14,11 @@ function run(cmd, args, opts = {}) {
 }
 
 // Rust: cargo test prints "test result: ok. N passed; M failed; K ignored; ..." per test binary.
-const cargo = run("cargo", ["test", "-p", "workcell-core", "--release"]);
+// `napi build` compiles for the host's triple named explicitly (`--target`), which puts its
+// artifacts under target/<triple>/; naming it here too lets the tests reuse that build's
+// dependencies instead of compiling every crate a second time under target/release/.
+const host = /^host: (\S+)$/m.exec(spawnSync("rustc", ["-vV"], { encoding: "utf8" }).stdout ?? "")?.[1];
+const cargo = run("cargo", ["test", "-p", "workcell-core", "--release", ...(host ? ["--target", host] : [])]);
 process.stdout.write(cargo.stdout ?? "");
 for (const m of (cargo.stdout ?? "").matchAll(/test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/g)) {
   totals.passed += Number(m[1]);

@@ -11,7 +11,7 @@ use workcell_core::process::{self, End, Head, RunOptions, SpawnSpec};
 use workcell_core::sandbox::{self, By, Features, Limits, Mode, SandboxOptions};
 use workcell_core::{Cancel, Code, Workspace};
 
-mod common;
+use crate::common;
 
 struct Out {
     end: End,

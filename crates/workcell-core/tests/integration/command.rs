@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use workcell_core::command::{run_command, CommandOptions, CommandOutput, CommandRequest};
 use workcell_core::{Cancel, Code, Error};
 
-mod common;
+use crate::common;
 
 use common::{fixture, marker as random_marker, Fixture, PATH};
 
@@ -20,7 +20,7 @@ fn assert_none_alive(marker: &str) {
 }
 
 impl Fixture {
-    fn options(&self, mark: &str) -> CommandOptions {
+    fn command_options(&self, mark: &str) -> CommandOptions {
         let mut o = CommandOptions::new(PATH);
         o.scratch_parent = self.scratch.clone();
         o.env = vec![("WC_MARK".into(), mark.into())];
@@ -51,7 +51,7 @@ impl Fixture {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_in_the_canonical_root_with_the_exit_code_as_data() {
     let f = fixture(&[]);
-    let o = f.options(&marker());
+    let o = f.command_options(&marker());
     let out = f.run(&["sh", "-c", "pwd; echo err >&2; exit 7"], &o).await.unwrap();
     assert_eq!(out.exit_code, Some(7));
     assert_eq!(out.output, format!("{}\nerr\n", f.root.display()));
@@ -63,7 +63,7 @@ async fn runs_in_the_canonical_root_with_the_exit_code_as_data() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cwd_is_resolved_beneath_the_root_to_its_canonical_path() {
     let f = fixture(&[]);
-    let o = f.options(&marker());
+    let o = f.command_options(&marker());
     std::fs::create_dir_all(f.root.join("pkg/app")).unwrap();
     std::os::unix::fs::symlink("pkg/app", f.root.join("alias")).unwrap();
     std::fs::write(f.root.join("file.txt"), "x").unwrap();
@@ -92,7 +92,7 @@ async fn cwd_is_resolved_beneath_the_root_to_its_canonical_path() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_environment_is_built_from_nothing_with_a_private_home() {
     let f = fixture(&[]);
-    let mut o = f.options("m");
+    let mut o = f.command_options("m");
     o.env = vec![("ALLOWED".into(), "yes".into())];
     let out = f.run(&["sh", "-c", "env | sort; touch \"$HOME/h\" \"$TMPDIR/t\"; ls -ld \"$HOME/..\""], &o).await.unwrap();
     let lines: Vec<&str> = out.output.lines().collect();
@@ -117,7 +117,7 @@ async fn the_environment_is_built_from_nothing_with_a_private_home() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interleaved_stdout_and_stderr_keep_their_order() {
     let f = fixture(&[]);
-    let o = f.options(&marker());
+    let o = f.command_options(&marker());
     let script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo out$i; echo err$i >&2; done";
     let out = f.run(&["sh", "-c", script], &o).await.unwrap();
     let expected: String = (1..=10).map(|i| format!("out{i}\nerr{i}\n")).collect();
@@ -127,7 +127,7 @@ async fn interleaved_stdout_and_stderr_keep_their_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_output_keeps_head_and_tail_with_the_omission_said() {
     let f = fixture(&[]);
-    let mut o = f.options(&marker());
+    let mut o = f.command_options(&marker());
     o.head_bytes = 100;
     o.tail_bytes = 200;
     // 64 MiB of 'x' between a recognizable start and end.
@@ -152,7 +152,7 @@ async fn hostile_commands_settle_promptly_and_leave_nothing_alive() {
     ];
     for (argv, times_out) in cases {
         let mark = marker();
-        let o = f.options(&mark);
+        let o = f.command_options(&mark);
         let started = Instant::now();
         let r = f.run_in(argv, None, Some(500.0), &o, &Cancel::new()).await;
         let took = started.elapsed();
@@ -174,7 +174,7 @@ async fn hostile_commands_settle_promptly_and_leave_nothing_alive() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_carries_the_partial_output() {
     let f = fixture(&[]);
-    let o = f.options(&marker());
+    let o = f.command_options(&marker());
     let e = f.run_in(&["sh", "-c", "echo before; sleep 30"], None, Some(300.0), &o, &Cancel::new()).await.unwrap_err();
     assert_eq!(e.code, Code::CommandTimeout);
     let d = e.details.unwrap();
@@ -186,7 +186,7 @@ async fn a_timeout_carries_the_partial_output() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requested_timeout_above_the_maximum_is_clamped_and_said() {
     let f = fixture(&[]);
-    let mut o = f.options(&marker());
+    let mut o = f.command_options(&marker());
     o.timeout = Duration::from_millis(200);
     o.max_timeout = Duration::from_millis(400);
     let started = Instant::now();
@@ -204,7 +204,7 @@ async fn a_requested_timeout_above_the_maximum_is_clamped_and_said() {
 async fn cancellation_kills_the_group_and_removes_the_scratch() {
     let f = fixture(&[]);
     let mark = marker();
-    let o = f.options(&mark);
+    let o = f.command_options(&mark);
     let cancel = Cancel::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {
@@ -222,14 +222,14 @@ async fn cancellation_kills_the_group_and_removes_the_scratch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_program_is_command_not_found_without_effects() {
     let f = fixture(&[]);
-    let o = f.options(&marker());
+    let o = f.command_options(&marker());
     let e = f.run(&["no-such-program-xyz", "arg"], &o).await.unwrap_err();
     assert_eq!(e.code, Code::CommandNotFound);
     assert!(e.hint.unwrap().contains("/usr/bin"));
     // A program in the workspace is not on PATH, even when cwd is where it lives.
     std::fs::write(f.root.join("tool"), "#!/bin/sh\necho ran\n").unwrap();
     std::fs::set_permissions(f.root.join("tool"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut o2 = f.options(&marker());
+    let mut o2 = f.command_options(&marker());
     o2.path = format!(".:{PATH}").into();
     assert_eq!(f.run(&["tool"], &o2).await.unwrap_err().code, Code::CommandNotFound);
     assert!(f.scratch_left().is_empty());
@@ -238,7 +238,7 @@ async fn a_missing_program_is_command_not_found_without_effects() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_policy_refuses_before_any_effect() {
     let f = fixture(&[]);
-    let o = f.options(&marker());
+    let o = f.command_options(&marker());
     for argv in [
         vec!["sh", "-c", "touch made; sudo ls"],
         vec!["sh", "-c", "touch made > /etc/x"],
@@ -249,10 +249,10 @@ async fn the_policy_refuses_before_any_effect() {
         assert_eq!(e.reason(), Some("COMMAND_REFUSED"), "{argv:?}");
         assert!(e.hint.as_deref().is_some_and(|h| h.starts_with("refused `")), "{argv:?}");
     }
-    let mut denied = f.options(&marker());
+    let mut denied = f.command_options(&marker());
     denied.policy = denied.policy.with_deny(["touch"]);
     assert_eq!(f.run(&["touch", "made"], &denied).await.unwrap_err().reason(), Some("COMMAND_REFUSED"));
-    let mut allowed = f.options(&marker());
+    let mut allowed = f.command_options(&marker());
     allowed.policy = allowed.policy.with_allow(["echo", "ls"]);
     assert_eq!(f.run(&["touch", "made"], &allowed).await.unwrap_err().reason(), Some("COMMAND_REFUSED"));
     assert_eq!(f.run(&["ls"], &allowed).await.unwrap().exit_code, Some(0));
@@ -263,7 +263,7 @@ async fn the_policy_refuses_before_any_effect() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn git_runs_inside_the_workspace() {
     let f = fixture(&[]);
-    let o = f.options(&marker());
+    let o = f.command_options(&marker());
     let out = f.run(&["sh", "-c", "git init -q && git status"], &o).await.unwrap();
     assert_eq!(out.exit_code, Some(0), "{}", out.output);
     assert!(out.output.contains("No commits yet"), "{}", out.output);
@@ -274,7 +274,7 @@ async fn git_runs_inside_the_workspace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scratch_parent_inside_the_workspace_is_refused() {
     let f = fixture(&[]);
-    let mut o = f.options(&marker());
+    let mut o = f.command_options(&marker());
     std::fs::create_dir(f.root.join("tmp")).unwrap();
     o.scratch_parent = f.root.join("tmp");
     let e = f.run(&["true"], &o).await.unwrap_err();

@@ -9,12 +9,12 @@ use workcell_core::testrun::verdict::Status;
 use workcell_core::testrun::{run_tests, TestsOptions, TestsRequest};
 use workcell_core::{Cancel, Code};
 
-mod common;
+use crate::common;
 
 use common::{fixture, node, Fixture, PATH};
 
 impl Fixture {
-    fn options(&self) -> TestsOptions {
+    fn tests_options(&self) -> TestsOptions {
         let mut o = TestsOptions::new(PATH, node());
         o.scratch_parent = self.scratch.clone();
         o
@@ -39,7 +39,7 @@ test("sees", () => { console.log(JSON.stringify(Object.keys(process.env).sort())
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_report_counts_and_keeps_only_failing_output() {
     let f = fixture(&[("test/a.test.js", SUITE)]);
-    let out = run_tests(&f.ws, &req("node", &[], None), &f.options(), &Cancel::new()).await.unwrap();
+    let out = run_tests(&f.ws, &req("node", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap();
     assert_eq!((out.passed, out.failed, out.skipped), (2, 1, 0));
     assert_eq!(out.exit_code, Some(1));
     assert_eq!(out.failures.len(), 1);
@@ -64,7 +64,7 @@ async fn the_outer_deadline_is_tests_timed_out_with_what_was_running() {
     // libtest has no per-test timeout: only the outer deadline stops a hanging test.
     let lib = "#[test] fn fast() {}\n#[test] fn hangs() { std::thread::sleep(std::time::Duration::from_secs(3600)); }\n";
     let f = fixture(&[("Cargo.toml", "[package]\nname = \"fx\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"), ("src/lib.rs", lib)]);
-    let mut o = f.options();
+    let mut o = f.tests_options();
     o.path = std::env::var_os("PATH").unwrap();
     o.cargo_home = home_dir("CARGO_HOME", ".cargo");
     o.rustup_home = home_dir("RUSTUP_HOME", ".rustup");
@@ -95,7 +95,7 @@ async fn cancellation_is_not_a_timeout() {
         c.cancel();
     });
     let started = Instant::now();
-    let e = run_tests(&f.ws, &req("node", &[], None), &f.options(), &cancel).await.unwrap_err();
+    let e = run_tests(&f.ws, &req("node", &[], None), &f.tests_options(), &cancel).await.unwrap_err();
     assert!(e.is_cancelled());
     assert!(started.elapsed() < Duration::from_millis(400 + 800));
     assert!(f.scratch_empty());
@@ -104,11 +104,11 @@ async fn cancellation_is_not_a_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_args_and_missing_runners_have_no_effect() {
     let f = fixture(&[("test/a.test.js", SUITE)]);
-    let e = run_tests(&f.ws, &req("node", &["--test-reporter=spec"], None), &f.options(), &Cancel::new()).await.unwrap_err();
+    let e = run_tests(&f.ws, &req("node", &["--test-reporter=spec"], None), &f.tests_options(), &Cancel::new()).await.unwrap_err();
     assert_eq!(e.reason(), Some("COMMAND_REFUSED"));
-    let e = run_tests(&f.ws, &req("vitest", &[], None), &f.options(), &Cancel::new()).await.unwrap_err();
+    let e = run_tests(&f.ws, &req("vitest", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap_err();
     assert_eq!(e.code, Code::CommandNotFound);
-    let mut o = f.options();
+    let mut o = f.tests_options();
     o.path = "/nonexistent".into();
     let e = run_tests(&f.ws, &req("cargo", &[], None), &o, &Cancel::new()).await.unwrap_err();
     assert_eq!(e.code, Code::CommandNotFound);
@@ -145,7 +145,7 @@ func TestEnv(t *testing.T) {
 }
 "#;
     let f = fixture(&[("go.mod", "module example.com/m\n\ngo 1.19\n"), ("m_test.go", test)]);
-    let mut o = f.options();
+    let mut o = f.tests_options();
     o.path = std::env::var_os("PATH").unwrap();
     let out = run_tests(&f.ws, &req("go", &["-run", "TestEnv"], None), &o, &Cancel::new()).await.unwrap();
     assert_eq!((out.passed, out.failed), (1, 0), "{}", out.report);
@@ -157,7 +157,7 @@ fn landlock() -> bool {
 }
 
 fn sandbox_off(f: &Fixture) -> TestsOptions {
-    let mut o = f.options();
+    let mut o = f.tests_options();
     o.sandbox.mode = Mode::Off;
     o
 }
@@ -198,7 +198,7 @@ async fn vitest_report_replaced_by_a_symlink_to_a_canary_is_never_read() {
     // Confined: the runner can neither plant a file beside its report nor replace it.
     if landlock() {
         let (f, _) = canary_fixture(attack);
-        let out = run_tests(&f.ws, &req("vitest", &[], None), &f.options(), &Cancel::new()).await.unwrap();
+        let out = run_tests(&f.ws, &req("vitest", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap();
         assert_eq!(out.status, Status::Passed, "{}", out.report);
         assert_eq!(out.passed, 1);
         assert!(out.report.contains("ok   beside-EACCES.test.ts (1 passed)"), "{}", out.report);
@@ -224,7 +224,7 @@ async fn the_vitest_runner_cannot_create_anything_beside_its_report() {
         return;
     }
     let (f, _) = canary_fixture("");
-    let out = run_tests(&f.ws, &req("vitest", &[], None), &f.options(), &Cancel::new()).await.unwrap();
+    let out = run_tests(&f.ws, &req("vitest", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap();
     assert_eq!(out.status, Status::Passed, "{}", out.report);
     assert!(out.report.contains("ok   beside-EACCES.test.ts (1 passed)"), "{}", out.report);
     // Without the sandbox it can: what the test above relies on is the confinement.
@@ -253,7 +253,7 @@ async fn a_test_that_kills_its_runner_is_an_incomplete_run() {
     }
     src.push_str("test(\"kills the runner\", async () => { await new Promise((r) => setTimeout(r, 200)); process.kill(process.ppid, \"SIGKILL\"); await new Promise((r) => setTimeout(r, 5000)); });\n");
     let f = fixture(&[("test/kill.test.js", &src)]);
-    let out = run_tests(&f.ws, &req("node", &[], None), &f.options(), &Cancel::new()).await.unwrap();
+    let out = run_tests(&f.ws, &req("node", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap();
     assert_eq!(out.status, Status::Incomplete, "{}", out.report);
     assert_eq!(out.exit_code, None);
     assert_eq!((out.passed, out.failed), (7, 0), "{}", out.report);
@@ -267,7 +267,7 @@ async fn a_test_that_kills_its_runner_is_an_incomplete_run() {
 async fn a_nonzero_exit_with_no_failing_test_is_never_passed() {
     // Every test passes, then the file exits with code 1: the runner fails the run.
     let f = fixture(&[("test/exit.test.js", "const test = require(\"node:test\");\ntest(\"a\", () => {});\nprocess.on(\"exit\", () => { process.exitCode = 1; });\n")]);
-    let out = run_tests(&f.ws, &req("node", &[], None), &f.options(), &Cancel::new()).await.unwrap();
+    let out = run_tests(&f.ws, &req("node", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap();
     assert_eq!(out.exit_code, Some(1));
     assert_ne!(out.status, Status::Passed, "{}", out.report);
     assert!(!out.report.starts_with("node: passed"), "{}", out.report);
@@ -293,7 +293,7 @@ test("confined", () => {
 "#;
     let f = fixture(&[("test/scratch.test.js", test)]);
     if landlock() {
-        let out = run_tests(&f.ws, &req("node", &[], None), &f.options(), &Cancel::new()).await.unwrap();
+        let out = run_tests(&f.ws, &req("node", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap();
         assert_eq!(out.status, Status::Passed, "{}", out.report);
     }
     // Without the sandbox the same test fails: the checks above can fail.
@@ -315,7 +315,7 @@ test("prints 4 MB and fails", () => {
 });
 "#;
     let f = fixture(&[("test/print.test.js", test)]);
-    let out = run_tests(&f.ws, &req("node", &[], None), &f.options(), &Cancel::new()).await.unwrap();
+    let out = run_tests(&f.ws, &req("node", &[], None), &f.tests_options(), &Cancel::new()).await.unwrap();
     assert_eq!(out.status, Status::Failed, "{}", out.report);
     let o = &out.failures[0].output;
     assert!(o.contains("THE-ASSERTION") && o.contains("FIRST-PRINTED-LINE") && o.contains("LAST-PRINTED-LINE"), "{o}");
@@ -332,7 +332,7 @@ async fn cargo_a_child_printing_ok_after_the_test_line_cannot_pass_the_failure()
 #[test] fn passes() {}
 "#;
     let f = fixture(&[("Cargo.toml", "[package]\nname = \"fx\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"), ("src/lib.rs", lib)]);
-    let mut o = f.options();
+    let mut o = f.tests_options();
     o.path = std::env::var_os("PATH").unwrap();
     o.cargo_home = home_dir("CARGO_HOME", ".cargo");
     o.rustup_home = home_dir("RUSTUP_HOME", ".rustup");
@@ -366,7 +366,7 @@ func TestFails(t *testing.T) {
 func TestSlow(t *testing.T) { time.Sleep(400 * time.Millisecond) }
 "#;
     let f = fixture(&[("go.mod", "module example.com/m\n\ngo 1.19\n"), ("m_test.go", test)]);
-    let mut o = f.options();
+    let mut o = f.tests_options();
     o.path = std::env::var_os("PATH").unwrap();
     let out = run_tests(&f.ws, &req("go", &[], None), &o, &Cancel::new()).await.unwrap();
     assert_eq!(out.exit_code, Some(1));

@@ -10,7 +10,7 @@ use workcell_core::sandbox::{Features, Mode, Network};
 use workcell_core::session::{ProcessTable, ReadRequest, SessionOptions, StartRequest};
 use workcell_core::{Cancel, Code, Workspace};
 
-mod common;
+use crate::common;
 
 use common::{fixture, marker, Fixture, PATH};
 

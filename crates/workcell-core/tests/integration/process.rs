@@ -7,7 +7,7 @@ use workcell_core::Cancel;
 
 const REAPERS: [Reaper; 2] = [Reaper::Pidfd, Reaper::Thread];
 
-mod common;
+use crate::common;
 
 use common::marker as random_marker;
 

@@ -7,7 +7,7 @@ use workcell_core::node::{node_process, NodeOptions, NodeRequest, SCRIPT_PREFIX}
 use workcell_core::process::Reaper;
 use workcell_core::{Cancel, Code, Workspace};
 
-mod common;
+use crate::common;
 
 use common::node;
 

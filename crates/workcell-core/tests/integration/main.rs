@@ -1,0 +1,25 @@
+//! The core's integration tests, one binary: each module is the tests of one concern, through
+//! the crate's public API, on a real tokio runtime where they need one.
+//!
+//! One binary, not one per file: each test binary links the whole crate and its dependencies
+//! again (about half a minute of thin LTO apiece), so a binary per concern made the test build
+//! several minutes longer. The harness still runs tests two at a time (its default on two
+//! cores), as before. `tests/sandbox.rs` stays a binary of its own: one of its tests raises the
+//! process's core-dump limit, which must not reach the processes the other tests start.
+//! Run one concern with `cargo test -p workcell-core --release --test integration limits::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod command;
+mod limits;
+mod list_search;
+mod node;
+mod page;
+mod path_grammar;
+mod policy_differential;
+mod process;
+mod read;
+mod run_tests;
+mod sessions;
+mod write;
