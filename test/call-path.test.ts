@@ -42,7 +42,7 @@ describe("call path", () => {
 
   test("error_details_come_out_as_numbers_and_objects", async () => {
     const { root } = await tempWorkspace();
-    await writeFile(join(root, "big.txt"), "x".repeat(70_000));
+    await writeFile(join(root, "big.txt"), ("x".repeat(99) + "\n").repeat(700));
     await writeFile(join(root, "bin.txt"), Buffer.from([0x61, 0x62, 0xff, 0x63]));
     const read = createReadTool(root);
     const big = await read.execute({ path: "big.txt" }, ctx()).catch((e: unknown) => e);
