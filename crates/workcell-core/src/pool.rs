@@ -49,12 +49,15 @@ fn pool(lane: Lane) -> &'static Pool {
     static FILE: OnceLock<Pool> = OnceLock::new();
     static WALK: OnceLock<Pool> = OnceLock::new();
     static WRITE: OnceLock<Pool> = OnceLock::new();
-    let (cell, name, threads) = match lane {
-        Lane::File => (&FILE, "workcell-file", workers()),
-        Lane::Walk => (&WALK, "workcell-walk", workers()),
-        Lane::Write => (&WRITE, "workcell-write", WRITE_WORKERS),
+    let (cell, name) = match lane {
+        Lane::File => (&FILE, "workcell-file"),
+        Lane::Walk => (&WALK, "workcell-walk"),
+        Lane::Write => (&WRITE, "workcell-write"),
     };
     cell.get_or_init(|| {
+        // Counted once per lane: `available_parallelism` reads the cgroup's CPU limits, which
+        // costs tens of µs, far more than handing a job over.
+        let threads = if lane == Lane::Write { WRITE_WORKERS } else { workers() };
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads {
