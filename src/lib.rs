@@ -9,6 +9,7 @@ mod convert;
 mod edit;
 mod guard;
 mod hash;
+mod js;
 mod limits;
 mod list;
 mod outcome;

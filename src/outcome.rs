@@ -1,9 +1,10 @@
 //! One result value per call, passed through from the core's own types: `{ ok: T }` or
 //! `{ error: { code, message, hint?, details? } }`, built by serde straight into JS values (no
-//! mirror structs), and the start of a call on workcell's own threads (never libuv's pool).
+//! mirror structs; `crate::js` does the conversion), and the start of a call on workcell's own
+//! threads (never libuv's pool).
 
 use napi::bindgen_prelude::{Object, ToNapiValue};
-use napi::{sys, Env, JsValue as _};
+use napi::{sys, Env};
 use serde::Serialize;
 use workcell_core::pool::{self, Lane};
 use workcell_core::{Code, Error};
@@ -30,8 +31,7 @@ pub struct Json<T>(pub T);
 
 impl<T: Serialize> ToNapiValue for Json<T> {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-        let env = Env::from_raw(env);
-        Ok(env.to_js_value(&val.0)?.raw())
+        crate::js::to_js(env, &val.0)
     }
 }
 

@@ -1,15 +1,21 @@
 //! Workcell's own worker threads, for the calls that block on the filesystem (`read_file`,
-//! `hashFile`, `list_files`, `search_files`).
+//! `hashFile`, `list_files`, `search_files`, and the writes' filesystem phases).
 //!
 //! They never run on libuv's thread pool: that pool (four threads by default) also serves the
 //! host's `fs`, `dns.lookup`, `zlib` and `crypto`, so four slow searches on it would stall the
 //! host's own I/O. Two lanes, so that a slow walk never queues a quick read behind it:
 //! [`Lane::File`] (one file: reads, hashes) and [`Lane::Walk`] (directory walks: lists,
-//! searches, which start their own scoped threads for matching). Each lane has
-//! [`workers`] threads, started on first use: the cores minus one (the event loop's), at least
-//! one, so the work of a busy agent leaves the host's event loop a core. Jobs wait in a queue
-//! in call order; what waits holds only its arguments (each call's memory is bounded by the
-//! tool).
+//! searches, which start their own scoped threads for matching) and [`Lane::Write`] (a
+//! write's resolution and install, `crate::write`). The file and walk lanes have [`workers`]
+//! threads, started on first use: the cores minus one (the event loop's), at least one, so the
+//! work of a busy agent leaves the host's event loop a core. The write lane has
+//! [`WRITE_WORKERS`]: a write spends most of its time waiting for `fsync`, so a few run at once
+//! to keep a disk busy, but no more than that, since each is a thread the event loop competes
+//! with for a core. Jobs wait in a queue in call order; what waits holds only its arguments
+//! (each call's memory is bounded by the tool).
+//!
+//! Handing a job over is a channel send: the calling thread (the event loop's) never takes a
+//! lock a worker holds, and wakes a worker only when one is waiting.
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -21,7 +27,12 @@ pub enum Lane {
     File,
     /// A directory walk: `list_files`, `search_files`.
     Walk,
+    /// A write's filesystem phases: `write_file`, `edit_file`, `apply_patch` (`crate::write`).
+    Write,
 }
+
+/// Threads of [`Lane::Write`].
+pub const WRITE_WORKERS: usize = 4;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -37,14 +48,19 @@ pub fn workers() -> usize {
 fn pool(lane: Lane) -> &'static Pool {
     static FILE: OnceLock<Pool> = OnceLock::new();
     static WALK: OnceLock<Pool> = OnceLock::new();
+    static WRITE: OnceLock<Pool> = OnceLock::new();
     let (cell, name) = match lane {
         Lane::File => (&FILE, "workcell-file"),
         Lane::Walk => (&WALK, "workcell-walk"),
+        Lane::Write => (&WRITE, "workcell-write"),
     };
     cell.get_or_init(|| {
+        // Counted once per lane: `available_parallelism` reads the cgroup's CPU limits, which
+        // costs tens of µs, far more than handing a job over.
+        let threads = if lane == Lane::Write { WRITE_WORKERS } else { workers() };
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
-        for i in 0..workers() {
+        for i in 0..threads {
             let rx = Arc::clone(&rx);
             // A thread that cannot start leaves the others; with none, `spawn` runs jobs on a
             // thread of their own.
@@ -91,14 +107,17 @@ mod tests {
     #[test]
     fn jobs_run_off_the_calling_thread_on_named_workers() {
         let (tx, rx) = mpsc::channel();
-        for lane in [Lane::File, Lane::Walk] {
+        for lane in [Lane::File, Lane::Walk, Lane::Write] {
             let tx = tx.clone();
             spawn(lane, move || tx.send(std::thread::current().name().map(str::to_string)).unwrap());
         }
         drop(tx);
         let mut names: Vec<_> = rx.iter().map(Option::unwrap).collect();
         names.sort();
-        assert!(names[0].starts_with("workcell-file-") && names[1].starts_with("workcell-walk-"), "{names:?}");
+        assert!(
+            names[0].starts_with("workcell-file-") && names[1].starts_with("workcell-walk-") && names[2].starts_with("workcell-write-"),
+            "{names:?}"
+        );
     }
 
     #[test]

@@ -97,27 +97,38 @@ pub fn open_regular(ws: &Workspace, path: &RelPath) -> Result<(cap_std::fs::File
 /// Reads at most `limit + 1` bytes of `file`, checking cancellation between chunks.
 pub(crate) fn read_bounded(file: &mut cap_std::fs::File, limit: usize, size_hint: u64, cancel: &Cancel) -> std::io::Result<Vec<u8>> {
     let buf = Vec::with_capacity((size_hint as usize).min(limit + 1).max(64) + 1);
-    read_more(file, buf, limit, cancel)
+    read_more(file, buf, limit, cancel).map(|(buf, _)| buf)
 }
 
+/// Growth of a read buffer per step beyond what was reserved for the file's size.
+const READ_CHUNK: usize = 64 << 10;
+
 /// Appends to `buf` from `file` until `buf` holds `limit + 1` bytes or the file ends, checking
-/// cancellation between chunks (a cancelled read returns what it has).
-fn read_more(file: &mut cap_std::fs::File, mut buf: Vec<u8>, limit: usize, cancel: &Cancel) -> std::io::Result<Vec<u8>> {
+/// cancellation between reads (a cancelled read returns what it has). Each read asks for all
+/// the room left up to `limit + 1`, so a file that fits in `buf`'s capacity costs two reads
+/// (its bytes, then the end). Returns whether the end of the file was seen.
+fn read_more(file: &mut cap_std::fs::File, mut buf: Vec<u8>, limit: usize, cancel: &Cancel) -> std::io::Result<(Vec<u8>, bool)> {
     let want = limit + 1;
     loop {
-        if cancel.is_cancelled() {
-            return Ok(buf);
+        if cancel.is_cancelled() || buf.len() >= want {
+            return Ok((buf, false));
         }
-        if buf.len() >= want {
-            break;
+        let start = buf.len();
+        if start == buf.capacity() {
+            buf.reserve((want - start).min(READ_CHUNK));
         }
-        let before = buf.len();
-        let n = (&mut *file).take((want - before) as u64).read_to_end(&mut buf)?;
-        if n == 0 {
-            break;
+        let end = start + (want - start).min(buf.capacity() - start);
+        buf.resize(end, 0);
+        match file.read(&mut buf[start..end]) {
+            Ok(0) => {
+                buf.truncate(start);
+                return Ok((buf, true));
+            }
+            Ok(n) => buf.truncate(start + n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(start),
+            Err(e) => return Err(e),
         }
     }
-    Ok(buf)
 }
 
 /// Decodes UTF-8 fatally. `INVALID_UTF8` carries the byte offset of the first bad byte.
@@ -176,13 +187,20 @@ pub fn read_file_or_image(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Re
     ws.check()?;
     let (mut file, identity, size) = open_regular(ws, path)?;
     let io = |e: std::io::Error| Error::from_io(&e, path.as_str());
-    // The first bytes decide; the rest is read up to the limit of what they are.
-    let head = read_more(&mut file, Vec::with_capacity(SNIFF_BYTES + 1), SNIFF_BYTES - 1, cancel).map_err(io)?;
+    // The first bytes decide what it is; the first read asks for the whole file as its size
+    // says (within the text limit), so a small file is read in one read and its end in a second.
+    let first = (size as usize).clamp(SNIFF_BYTES - 1, MAX_READ_BYTES);
+    let (head, ended) = read_more(&mut file, Vec::with_capacity(first + 1), first, cancel).map_err(io)?;
     let mime = image_type(&head);
     let limit = if mime.is_some() { MAX_IMAGE_BYTES } else { MAX_READ_BYTES };
-    let mut buf = head;
-    buf.reserve((size as usize).min(limit + 1).saturating_sub(buf.len()));
-    let bytes = read_more(&mut file, buf, limit, cancel).map_err(io)?;
+    let bytes = if ended {
+        head
+    } else {
+        // The rest, up to the limit of what the first bytes say it is.
+        let mut buf = head;
+        buf.reserve((size as usize).min(limit + 1).saturating_sub(buf.len()));
+        read_more(&mut file, buf, limit, cancel).map_err(io)?.0
+    };
     cancel.check()?;
     // The handle must still be what the name designates (no swap during the call).
     match ws.identity_of(path) {

@@ -206,8 +206,11 @@ impl<T, F: FnOnce(Result<T>)> Drop for Settle<T, F> {
 
 /// Starts a job from a thread outside the runtime's workers (a host's main thread), inside
 /// the runtime's context. `done` gets the outcome, exactly once, on a worker thread. When a
-/// blocking slot is free, the whole job usually runs on one blocking-pool thread: no hop
-/// through an async worker, no thread ever blocked waiting for a lock.
+/// blocking slot is free, the whole job usually runs on one thread of the write lane
+/// ([`crate::pool::Lane::Write`]): no hop through an async worker, no thread ever blocked
+/// waiting for a lock, and the calling thread only sends it over a channel (tokio's blocking
+/// pool would have it take the pool's lock, which its threads also take, and often start a
+/// thread).
 pub fn spawn_job<J: Job>(
     ws: Arc<Workspace>,
     job: J,
@@ -218,7 +221,8 @@ pub fn spawn_job<J: Job>(
     let settle = Settle::new(done);
     match BLOCKING.clone().try_acquire_owned() {
         Ok(permit) => {
-            tokio::task::spawn_blocking(move || {
+            let runtime = tokio::runtime::Handle::current();
+            crate::pool::spawn(crate::pool::Lane::Write, move || {
                 let running = running();
                 if let Err(e) = cancel.check() {
                     drop(permit);
@@ -230,7 +234,7 @@ pub fn spawn_job<J: Job>(
                 match started {
                     Started::Done(out) => settle.done(out),
                     Started::Queued(queued) => {
-                        tokio::spawn(async move { settle.done(queued.finish().await) });
+                        runtime.spawn(async move { settle.done(queued.finish().await) });
                     }
                 }
             });
