@@ -22,9 +22,16 @@ pub fn whole<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     }
 }
 
-/// Milliseconds.
+/// Largest duration a host may configure, in milliseconds (about 49.7 days).
+pub const MAX_MILLIS: u64 = u32::MAX as u64;
+
+/// Milliseconds, at most [`MAX_MILLIS`].
 pub fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    whole(d).map(Duration::from_millis)
+    let ms = whole(d)?;
+    if ms > MAX_MILLIS {
+        return Err(D::Error::custom(format_args!("a duration must be at most {MAX_MILLIS} ms, got {ms}")));
+    }
+    Ok(Duration::from_millis(ms))
 }
 
 /// A byte count.
@@ -126,5 +133,17 @@ mod tests {
         assert!(n(serde_json::json!(1.5)).unwrap_err().contains("non-negative integer"));
         assert!(n(serde_json::json!(-1)).is_err());
         assert!(n(serde_json::json!("5")).is_err());
+    }
+
+    #[test]
+    fn host_durations_are_capped() {
+        #[derive(serde::Deserialize)]
+        struct T {
+            #[serde(deserialize_with = "millis")]
+            t: Duration,
+        }
+        let t = |v: u64| serde_json::from_value::<T>(serde_json::json!({ "t": v })).map(|t| t.t).map_err(|e| e.to_string());
+        assert_eq!(t(MAX_MILLIS), Ok(Duration::from_millis(MAX_MILLIS)));
+        assert!(t(MAX_MILLIS + 1).unwrap_err().contains("at most 4294967295 ms"));
     }
 }
