@@ -3,7 +3,7 @@
 import { describe, expect, test } from "vitest";
 import { ToolError, createNodeProcessTool, createRunCommandTool } from "../dist/index.js";
 import { openWorkspace } from "../dist/native.js";
-import { tempWorkspace } from "./helpers.js";
+import { ctx, tempWorkspace } from "./helpers.js";
 
 const FOUR_GIB = 4 * 1024 ** 3; // above u32::MAX: napi makes such a u64 a BigInt
 
@@ -12,12 +12,12 @@ describe("process results from the core's types", () => {
     const { root } = await tempWorkspace();
     const limits = { fileBytes: FOUR_GIB + 1024 };
     const node = createNodeProcessTool(root, { limits });
-    const out = await node.execute(node.validate({ source: "console.log(1)" }), {});
+    const out = await node.execute(node.validate({ source: "console.log(1)" }), ctx());
     expect(typeof out.sandbox.limits.fileBytes.max).toBe("number");
     expect(out.sandbox.limits.fileBytes.max).toBe(FOUR_GIB + 1024);
 
     const slow = createNodeProcessTool(root, { limits, timeoutMs: 300 });
-    const err = await slow.execute(slow.validate({ source: "for (;;) {}" }), {}).then(
+    const err = await slow.execute(slow.validate({ source: "for (;;) {}" }), ctx()).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -27,7 +27,7 @@ describe("process results from the core's types", () => {
     expect(() => JSON.stringify(details)).not.toThrow();
 
     const cmd = createRunCommandTool(root, { limits });
-    const r = await cmd.execute(cmd.validate({ argv: ["true"] }), {});
+    const r = await cmd.execute(cmd.validate({ argv: ["true"] }), ctx());
     expect(r.sandbox.limits.fileBytes.max).toBe(FOUR_GIB + 1024);
     expect(r.exitCode).toBe(0);
     expect("note" in r).toBe(false);
