@@ -31,41 +31,42 @@ export declare class NativeProcessTable {
   /** The number the tool set's other tools pass as `portGroup`. */
   get portGroup(): number
   /** Checks start_process's input without any effect; throws the tool error's JSON. */
-  checkStart(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off" } | undefined | null): void
-  /** start_process; `grants` (approved) widen the table's sandbox options for this session. */
-  start(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, cancel?: CancelHandle | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off" } | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  read(id: string, cursor?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  write(id: string, input: string, closeStdin?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; bytes: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  list(): { processes: { id: string; argv: string[]; running: boolean; exitCode: number | null; signal: string | null; startedAt: string; durationMs: number }[] }
+  checkStart(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null): void
+  start(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  read(id: string, cursor?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  write(id: string, input: string, closeStdin?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
+  list(): any
   /** Ends every process and refuses new ones; resolves once they are gone. */
-  close(): Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  close(): Promise<SessionResult>
 }
 
 /** An open, identified workspace root. */
 export declare class NativeWorkspace {
   /** write_file's change, computed without effects: `{ summary, diff, files }` or `{ error }`. */
-  previewWrite(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  previewWrite(path: string, content: string, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** edit_file's change, computed without effects. */
-  previewEdit(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  previewEdit(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** apply_patch's change, computed without effects (every file; a move's both names). */
-  previewPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  previewPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** move_file's change, computed without effects. */
-  previewMove(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  previewMove(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** delete_file's change, computed without effects. */
-  previewDelete(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  previewDelete(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /** make_directory's change, computed without effects. */
-  previewMakeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<PreviewResult>
+  previewMakeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks run_command's input (policy, cwd grammar, timeout) without any effect. Throws
-   * (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   * (message: the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`; throws a host error when
+   * `options` (the core's `CommandOptions` as JSON) are unusable.
    */
-  checkRunCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions): void
+  checkRunCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: object): void
   /**
-   * run_command: resolves to the output or to `{ error }` (timeout, cancellation, refusals);
-   * never rejects for a tool error. Throws synchronously when `options` are unusable.
+   * run_command: resolves to `{ ok }` (the output) or to `{ error }` (timeout, cancellation,
+   * refusals); never rejects for a tool error. Throws synchronously when `options` are
+   * unusable.
    */
-  runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: RunCommandOptions, cancel?: CancelHandle | undefined | null): Promise<RunCommandResult>
+  runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; output: string; truncated: boolean; omittedBytes: number; timedOut: boolean; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * edit_file: resolves to `{ ok: { path, edits, bytes, diff } }` or to `{ error }`; never rejects.
    * Takes its place in the target's write queue synchronously (shared with write_file).
@@ -93,10 +94,11 @@ export declare class NativeWorkspace {
    */
   checkNodeProcess(execPath: string, source: string, arguments: Array<string>): void
   /**
-   * node_process: resolves to the output or to `{ error }` (timeout, cancellation, limits);
-   * never rejects for a tool error. Throws synchronously when `options` are unusable.
+   * node_process: resolves to `{ ok }` (the output) or to `{ error }` (timeout,
+   * cancellation, limits); never rejects for a tool error. Throws synchronously when
+   * `options` (the core's `NodeOptions` as JSON) are unusable.
    */
-  nodeProcess(source: string, arguments: Array<string>, options: NodeProcessOptions, cancel?: CancelHandle | undefined | null): Promise<NodeProcessResult>
+  nodeProcess(source: string, arguments: Array<string>, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; stdout: string; stderr: string; stdoutTruncated: boolean; stderrTruncated: boolean; timedOut: boolean; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * read_file: resolves to `{ ok: { path, content, bytes, hash } }` (an image:
    * `{ ok: { path, mimeType, data, bytes, hash } }`) or to `{ error }`; never rejects.
@@ -111,11 +113,15 @@ export declare class NativeWorkspace {
   searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<{ ok: { matches: Array<string>; truncated: boolean; filesSearched: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks run_tests's input (runner, args, timeout) without any effect. Throws (message: the
-   * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
+   * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`; throws a host error when `options` (the
+   * core's `TestsOptions` as JSON) are unusable.
    */
-  checkRunTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions): void
-  /** run_tests: resolves to the report or to `{ error }`; never rejects for a tool error. */
-  runTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: RunTestsOptions, cancel?: CancelHandle | undefined | null): Promise<RunTestsResult>
+  checkRunTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: object): void
+  /**
+   * run_tests: resolves to `{ ok }` (the report) or to `{ error }`; never rejects for a tool
+   * error.
+   */
+  runTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { status: "passed" | "failed" | "incomplete"; report: string; passed: number; failed: number; skipped: number; failures: { name: string; file?: string; output: string }[]; buildErrors: string[]; exitCode: number | null; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Canonicalizes and opens `root`. Throws an Error whose message is the JSON of the tool
    * error.
@@ -234,70 +240,6 @@ export interface NativeError {
   details?: string
 }
 
-/** The connections of a call with `network: { allow }` through the proxy. */
-export interface NetworkCounts {
-  /** Requests and tunnels the allowlist let through. */
-  allowed: number
-  /** Requests refused (not listed, a non-public address, malformed, over a cap). */
-  refused: number
-}
-
-/** What the host's Node.js offers for its permission model. */
-export interface NodePermissionSupport {
-  /** `--permission` or `--experimental-permission`. */
-  flag: string
-  allowAddons: boolean
-  allowWasi: boolean
-}
-
-/** The host's configuration of node_process. */
-export interface NodeProcessOptions {
-  /** The host's `process.execPath`. */
-  execPath: string
-  timeoutMs?: number
-  maxStdoutBytes?: number
-  maxStderrBytes?: number
-  /** The host's PATH (the child's only variable by default). */
-  path?: string
-  /** Further variables. */
-  env?: Array<EnvVar>
-  /** `"auto"` (default), `"pidfd"` or `"thread"`. */
-  reaper?: string
-  /** `"auto"` (default), `"required"` or `"off"`. */
-  sandbox?: string
-  /** Let the child use the network. */
-  network?: boolean
-  /** `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`). */
-  networkAllow?: Array<string>
-  /** Canonical absolute paths the child may also read. */
-  readPaths?: Array<string>
-  /** Canonical absolute paths the child may also read and write. */
-  writePaths?: Array<string>
-  /** Simulate a system with fewer sandbox features. */
-  sandboxLimit?: SandboxFeatureLimit
-  /** The process table whose sessions' ports this tool's processes may connect to. */
-  portGroup?: number
-  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
-  limits?: SandboxLimits
-  /** The host's Node.js permission model, when it has one. */
-  nodePermission?: NodePermissionSupport
-}
-
-export interface NodeProcessResult {
-  exitCode?: number
-  signal?: string
-  stdout?: string
-  stderr?: string
-  stdoutTruncated?: boolean
-  stderrTruncated?: boolean
-  timedOut?: boolean
-  durationMs?: number
-  sandbox?: SandboxReport
-  /** With `network: { allow }`: the connections through the proxy. */
-  network?: NetworkCounts
-  error?: NativeError
-}
-
 /**
  * Applies the path grammar and returns the normalized path; throws (message: the tool error's
  * JSON) with `TOOL_ARGUMENTS_INVALID` / `INVALID_RELATIVE_PATH` or `INVALID_UNICODE`.
@@ -315,19 +257,6 @@ export declare function patchPaths(patch: string): Array<string>
 export interface PathHash {
   path: string
   hash: string
-}
-
-/** One path of a preview and its approval string. */
-export interface PreviewFile {
-  path: string
-  hash: string
-}
-
-export interface PreviewResult {
-  summary?: string
-  diff?: string
-  files?: Array<PreviewFile>
-  error?: NativeError
 }
 
 /** How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD). */
@@ -363,116 +292,6 @@ export declare function reservedEnv(): Array<string>
 export interface RuleMatch {
   index: number
   decision: string
-}
-
-/** The host's configuration of run_command. */
-export interface RunCommandOptions {
-  /** Replaces the default deny-list. */
-  denyCommands?: Array<string>
-  /** When set, the only programs that may run. */
-  allowCommands?: Array<string>
-  /** The child's PATH (also where `argv[0]` is looked up). */
-  path: string
-  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
-  env?: Array<EnvVar>
-  timeoutMs?: number
-  maxTimeoutMs?: number
-  outputHeadBytes?: number
-  outputTailBytes?: number
-  /** Where the per-call scratch directories go (the host's temporary directory). */
-  scratchDir: string
-  /** `"auto"` (default), `"pidfd"` or `"thread"`. */
-  reaper?: string
-  /** `"auto"` (default), `"required"` or `"off"`. */
-  sandbox?: string
-  /** Let the command use the network. */
-  network?: boolean
-  /** `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`). */
-  networkAllow?: Array<string>
-  /** Canonical absolute paths the command may also read. */
-  readPaths?: Array<string>
-  /** Canonical absolute paths the command may also read and write. */
-  writePaths?: Array<string>
-  /** Simulate a system with fewer sandbox features. */
-  sandboxLimit?: SandboxFeatureLimit
-  /** The process table whose sessions' ports this tool's processes may connect to. */
-  portGroup?: number
-  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
-  limits?: SandboxLimits
-}
-
-export interface RunCommandResult {
-  exitCode?: number
-  signal?: string
-  output?: string
-  truncated?: boolean
-  omittedBytes?: number
-  timedOut?: boolean
-  durationMs?: number
-  timeoutMs?: number
-  note?: string
-  sandbox?: SandboxReport
-  /** With `network: { allow }`: the connections through the proxy. */
-  network?: NetworkCounts
-  error?: NativeError
-}
-
-/** The host's configuration of run_tests. */
-export interface RunTestsOptions {
-  /** Replaces the default deny-list (applied to `[runner, ...args]`). */
-  denyCommands?: Array<string>
-  /** When set, the only programs (runners) that may run. */
-  allowCommands?: Array<string>
-  /** The runners' PATH. */
-  path: string
-  /** Variables passed from the host (names listed in `inheritEnv`, with their values). */
-  env?: Array<EnvVar>
-  timeoutMs?: number
-  maxTimeoutMs?: number
-  /** The Node.js for `node --test` and vitest (the host's `process.execPath`). */
-  nodePath: string
-  cargoHome?: string
-  rustupHome?: string
-  goCache?: string
-  goModCache?: string
-  /** Where the per-call scratch directories go. */
-  scratchDir: string
-  reaper?: string
-  /** `"auto"` (default), `"required"` or `"off"`. */
-  sandbox?: string
-  /** Let the tests use the network. */
-  network?: boolean
-  /** `network: { allow }`: the allowlist's entries (checked with `sandboxNetworkAllow`). */
-  networkAllow?: Array<string>
-  /** Canonical absolute paths the tests may also read. */
-  readPaths?: Array<string>
-  /** Canonical absolute paths the tests may also read and write. */
-  writePaths?: Array<string>
-  /** Simulate a system with fewer sandbox features. */
-  sandboxLimit?: SandboxFeatureLimit
-  /** The process table whose sessions' ports this tool's processes may connect to. */
-  portGroup?: number
-  /** The resource caps of the tree (defaults filled in by `sandboxLimits`). */
-  limits?: SandboxLimits
-}
-
-export interface RunTestsResult {
-  /** `"passed"`, `"failed"` or `"incomplete"`. */
-  status?: string
-  report?: string
-  passed?: number
-  failed?: number
-  skipped?: number
-  failures?: Array<TestFailure>
-  buildErrors?: Array<string>
-  exitCode?: number
-  durationMs?: number
-  timeoutMs?: number
-  note?: string
-  sandbox?: SandboxReport
-  /** With `network: { allow }`: the connections through the proxy. */
-  network?: NetworkCounts
-  error?: NativeError
 }
 
 /** Most processes `limits.processes` may allow. */
@@ -528,13 +347,6 @@ export interface SandboxFeatures {
  */
 export declare function sandboxGrantPath(path: string): string
 
-/** One cap as enforced. */
-export interface SandboxLimitReport {
-  max: number
-  /** `"rlimit"`, `"cgroup-v2"`, `"cgroup-v1"` or `"none"`. */
-  by: string
-}
-
 /**
  * The caps `limits` asks for, with the defaults filled in (processes 512, half the physical
  * memory rounded down to a whole MiB, 4 GiB per file); throws with a message for the host when
@@ -549,31 +361,11 @@ export interface SandboxLimits {
   fileBytes?: number
 }
 
-/** The caps of a call and how each was enforced (`sandbox.limits`). */
-export interface SandboxLimitsReport {
-  processes: SandboxLimitReport
-  memoryBytes: SandboxLimitReport
-  fileBytes: SandboxLimitReport
-}
-
 /**
  * Checks the entries of `network: { allow }`; throws with a message for the host naming the
  * first bad one. Returns what each entry allows (presets expanded).
  */
 export declare function sandboxNetworkAllow(entries: Array<string>): Array<string>
-
-/** What confined a child: the `sandbox` field of a result. */
-export interface SandboxReport {
-  landlockAbi?: number
-  /** `"confined"` or `"open"`. */
-  filesystem: string
-  /** `"blocked"`, `"allowed"`, `"filtered"` or `"open"`. */
-  network: string
-  /** `"namespace"` or `"group"`. */
-  processes: string
-  nodePermission: boolean
-  limits: SandboxLimitsReport
-}
 
 export interface SearchArgs {
   ignoreCase?: boolean
@@ -582,8 +374,8 @@ export interface SearchArgs {
   gitignore?: boolean
 }
 
-export interface TestFailure {
-  name: string
-  file?: string
-  output: string
+/** A tool result (JSON) or `{ error }`. */
+export interface SessionResult {
+  value?: any
+  error?: NativeError
 }

@@ -12,43 +12,15 @@ use workcell_core::fileops::{DeleteRequest, MkdirRequest, MoveRequest};
 use workcell_core::patch::PatchRequest;
 use workcell_core::write::{WriteRequest, MAX_WRITE_BYTES};
 
-use crate::convert::{strict_string, NativeError};
+use crate::convert::strict_string;
+use crate::outcome::start_checked;
 use crate::edit::EditArg;
 use crate::guard::{guard_of, WriteGuard};
 use crate::patch::PathHash;
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
-/// One path of a preview and its approval string.
-#[napi(object)]
-pub struct PreviewFile {
-    pub path: String,
-    pub hash: String,
-}
-
-#[napi(object)]
-pub struct PreviewResult {
-    pub summary: Option<String>,
-    pub diff: Option<String>,
-    pub files: Option<Vec<PreviewFile>>,
-    pub error: Option<NativeError>,
-}
-
-impl From<workcell_core::Result<Preview>> for PreviewResult {
-    fn from(r: workcell_core::Result<Preview>) -> Self {
-        match r {
-            Ok(p) => PreviewResult {
-                summary: Some(p.summary),
-                diff: p.diff,
-                files: Some(p.files.into_iter().map(|(path, hash)| PreviewFile { path, hash }).collect()),
-                error: None,
-            },
-            Err(e) => PreviewResult { summary: None, diff: None, files: None, error: Some(e.into()) },
-        }
-    }
-}
-
-type Resolver = Box<dyn FnOnce(Env) -> napi::Result<PreviewResult> + Send>;
-
+/// Starts a preview whose request was checked: resolves to `{ ok: { summary, diff?, files } }`
+/// or to `{ error }` (the core's `Preview` passed through).
 fn run<'env, R: Send + 'static>(
     env: &'env Env,
     ws: &NativeWorkspace,
@@ -56,19 +28,8 @@ fn run<'env, R: Send + 'static>(
     checked: workcell_core::Result<R>,
     f: fn(&std::sync::Arc<workcell_core::Workspace>, &R, &workcell_core::Cancel) -> workcell_core::Result<Preview>,
 ) -> napi::Result<Object<'env>> {
-    let cancel = cancel_of(cancel);
-    let (deferred, promise) = env.create_deferred::<PreviewResult, Resolver>()?;
-    let settle = move |out: workcell_core::Result<Preview>| {
-        deferred.resolve(Box::new(move |_env| Ok(PreviewResult::from(out))));
-    };
-    match checked {
-        Err(e) => settle(Err(e)),
-        Ok(req) => {
-            let ws = ws.ws.clone();
-            napi::bindgen_prelude::within_runtime_if_available(move || preview::spawn(cancel, move |c| f(&ws, &req, c), settle));
-        }
-    }
-    Ok(promise)
+    let (ws, cancel) = (ws.ws.clone(), cancel_of(cancel));
+    start_checked(env, checked, move |req, settle| preview::spawn(cancel, move |c| f(&ws, &req, c), settle))
 }
 
 fn max(m: Option<u32>) -> usize {
@@ -82,7 +43,7 @@ pub(crate) fn expected_of(expected: Option<Vec<PathHash>>) -> workcell_core::Res
 #[napi]
 impl NativeWorkspace {
     /// write_file's change, computed without effects: `{ summary, diff, files }` or `{ error }`.
-    #[napi(ts_return_type = "Promise<PreviewResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     #[allow(clippy::too_many_arguments)]
     pub fn preview_write<'env>(
         &self,
@@ -100,7 +61,7 @@ impl NativeWorkspace {
     }
 
     /// edit_file's change, computed without effects.
-    #[napi(ts_return_type = "Promise<PreviewResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     #[allow(clippy::too_many_arguments)]
     pub fn preview_edit<'env>(
         &self,
@@ -125,7 +86,7 @@ impl NativeWorkspace {
     }
 
     /// apply_patch's change, computed without effects (every file; a move's both names).
-    #[napi(ts_return_type = "Promise<PreviewResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn preview_patch<'env>(
         &self,
         env: &'env Env,
@@ -141,7 +102,7 @@ impl NativeWorkspace {
     }
 
     /// move_file's change, computed without effects.
-    #[napi(ts_return_type = "Promise<PreviewResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn preview_move<'env>(
         &self,
         env: &'env Env,
@@ -157,7 +118,7 @@ impl NativeWorkspace {
     }
 
     /// delete_file's change, computed without effects.
-    #[napi(ts_return_type = "Promise<PreviewResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn preview_delete<'env>(
         &self,
         env: &'env Env,
@@ -170,7 +131,7 @@ impl NativeWorkspace {
     }
 
     /// make_directory's change, computed without effects.
-    #[napi(ts_return_type = "Promise<PreviewResult>")]
+    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
     pub fn preview_make_directory<'env>(
         &self,
         env: &'env Env,

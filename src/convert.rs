@@ -41,3 +41,8 @@ pub fn throw(e: Error) -> napi::Error {
 pub fn strict_string(s: Utf16String) -> workcell_core::Result<String> {
     workcell_core::path::from_utf16(&s)
 }
+
+/// Strings from JS, each through [`strict_string`].
+pub fn strict_strings(v: Vec<Utf16String>) -> workcell_core::Result<Vec<String>> {
+    v.into_iter().map(strict_string).collect()
+}

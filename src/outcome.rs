@@ -45,6 +45,28 @@ pub fn settled_by<'env, T: Serialize + Send + 'static>(
     Ok((promise, move |out: workcell_core::Result<T>| deferred.resolve(move |_env| Ok(Json(Outcome::from(out))))))
 }
 
+/// How a call started by [`start_checked`] is settled.
+pub type Settle<T> = Box<dyn FnOnce(workcell_core::Result<T>) + Send + 'static>;
+
+/// A call whose request was checked synchronously: a refused request settles the promise with
+/// its error at once; otherwise `start` runs now, within the runtime (so the queue places it
+/// takes are taken in call order), and hands `settle` to the core's task.
+pub fn start_checked<'env, R: Send + 'static, T: Serialize + Send + 'static>(
+    env: &'env Env,
+    checked: workcell_core::Result<R>,
+    start: impl FnOnce(R, Settle<T>) + Send + 'static,
+) -> napi::Result<Object<'env>> {
+    let (promise, settle) = settled_by::<T>(env)?;
+    match checked {
+        Err(e) => settle(Err(e)),
+        Ok(req) => {
+            let settle: Settle<T> = Box::new(settle);
+            napi::bindgen_prelude::within_runtime_if_available(move || start(req, settle));
+        }
+    }
+    Ok(promise)
+}
+
 /// Runs `f` on `lane`'s threads and resolves to its outcome; never rejects for a tool error
 /// (a panic in `f` is an internal `IO_ERROR`).
 pub fn on_pool<'env, T: Serialize + Send + 'static>(

@@ -3,12 +3,12 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::fileops::{self, DeleteRequest, MkdirRequest, MoveRequest};
+use workcell_core::fileops::{self, DeleteRequest, MoveRequest, NameRequest};
 use workcell_core::patch::{self, PatchRequest};
 use workcell_core::write::MAX_WRITE_BYTES;
 
 use crate::convert::{strict_string, throw};
-use crate::outcome::settled_by;
+use crate::outcome::start_checked;
 use crate::guard::{guard_of, WriteGuard};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -20,13 +20,7 @@ pub struct PathHash {
 }
 
 fn patch_request(patch: Utf16String, expected: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> workcell_core::Result<PatchRequest> {
-    let text = strict_string(patch)?;
-    let expected = expected
-        .unwrap_or_default()
-        .into_iter()
-        .map(|e| Ok((strict_string(e.path)?, e.hash)))
-        .collect::<workcell_core::Result<Vec<_>>>()?;
-    PatchRequest::new(&text, expected, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
+    PatchRequest::new(&strict_string(patch)?, crate::approval::expected_of(expected)?, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
 }
 
 /// Applies apply_patch's effect-free checks (the whole format, paths, limits) and returns the
@@ -76,18 +70,12 @@ impl NativeWorkspace {
         cancel: Option<&CancelHandle>,
         guard: Option<&WriteGuard>,
     ) -> napi::Result<Object<'env>> {
-        let cancel = cancel_of(cancel);
+        let (ws, cancel) = (self.ws.clone(), cancel_of(cancel));
         let checked = patch_request(patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
-        let (promise, settle) = settled_by(env)?;
-        match checked {
-            Err(e) => settle(Err(e)),
-            Ok(req) => {
-                let tickets = patch::tickets_for(&req);
-                let ws = self.ws.clone();
-                napi::bindgen_prelude::within_runtime_if_available(move || patch::spawn_patch(ws, req, tickets, cancel, settle));
-            }
-        }
-        Ok(promise)
+        start_checked(env, checked, move |req, settle| {
+            let tickets = patch::tickets_for(&req);
+            patch::spawn_patch(ws, req, tickets, cancel, settle)
+        })
     }
 
     /// move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`.
@@ -102,24 +90,13 @@ impl NativeWorkspace {
         guard: Option<&WriteGuard>,
         expected: Option<Vec<PathHash>>,
     ) -> napi::Result<Object<'env>> {
-        let cancel = cancel_of(cancel);
+        let (ws, cancel) = (self.ws.clone(), cancel_of(cancel));
         let checked = (|| {
             MoveRequest::new(&strict_string(from)?, &strict_string(to)?, overwrite.unwrap_or(false))?
                 .with_guard(guard_of(guard))
                 .with_expected(crate::approval::expected_of(expected)?)
         })();
-        let (promise, settle) = settled_by(env)?;
-        match checked {
-            Err(e) => settle(Err(e)),
-            Ok(req) => {
-                let tickets = fileops::move_tickets();
-                let ws = self.ws.clone();
-                napi::bindgen_prelude::within_runtime_if_available(move || {
-                    fileops::spawn(fileops::move_file(ws, req, tickets, cancel), settle)
-                });
-            }
-        }
-        Ok(promise)
+        start_checked(env, checked, move |req, settle| fileops::spawn(fileops::move_file(ws, req, fileops::move_tickets(), cancel), settle))
     }
 
     /// delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`.
@@ -132,20 +109,10 @@ impl NativeWorkspace {
         guard: Option<&WriteGuard>,
         expected: Option<Vec<PathHash>>,
     ) -> napi::Result<Object<'env>> {
-        let cancel = cancel_of(cancel);
-        let checked = (|| DeleteRequest::new(&strict_string(path)?)?.with_guard(guard_of(guard)).with_expected(crate::approval::expected_of(expected)?))();
-        let (promise, settle) = settled_by(env)?;
-        match checked {
-            Err(e) => settle(Err(e)),
-            Ok(req) => {
-                let tickets = fileops::one_ticket();
-                let ws = self.ws.clone();
-                napi::bindgen_prelude::within_runtime_if_available(move || {
-                    fileops::spawn(fileops::delete_file(ws, req, tickets, cancel), settle)
-                });
-            }
-        }
-        Ok(promise)
+        let (ws, cancel) = (self.ws.clone(), cancel_of(cancel));
+        start_checked(env, name_request(path, guard, expected), move |req, settle| {
+            fileops::spawn(fileops::delete_file(ws, req, fileops::one_ticket(), cancel), settle)
+        })
     }
 
     /// make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`.
@@ -158,19 +125,14 @@ impl NativeWorkspace {
         guard: Option<&WriteGuard>,
         expected: Option<Vec<PathHash>>,
     ) -> napi::Result<Object<'env>> {
-        let cancel = cancel_of(cancel);
-        let checked = (|| MkdirRequest::new(&strict_string(path)?)?.with_guard(guard_of(guard)).with_expected(crate::approval::expected_of(expected)?))();
-        let (promise, settle) = settled_by(env)?;
-        match checked {
-            Err(e) => settle(Err(e)),
-            Ok(req) => {
-                let tickets = fileops::one_ticket();
-                let ws = self.ws.clone();
-                napi::bindgen_prelude::within_runtime_if_available(move || {
-                    fileops::spawn(fileops::make_directory(ws, req, tickets, cancel), settle)
-                });
-            }
-        }
-        Ok(promise)
+        let (ws, cancel) = (self.ws.clone(), cancel_of(cancel));
+        start_checked(env, name_request(path, guard, expected), move |req, settle| {
+            fileops::spawn(fileops::make_directory(ws, req, fileops::one_ticket(), cancel), settle)
+        })
     }
+}
+
+/// delete_file's and make_directory's request: the path, the guard, the approved hashes.
+fn name_request(path: Utf16String, guard: Option<&WriteGuard>, expected: Option<Vec<PathHash>>) -> workcell_core::Result<NameRequest> {
+    NameRequest::new(&strict_string(path)?)?.with_guard(guard_of(guard)).with_expected(crate::approval::expected_of(expected)?)
 }

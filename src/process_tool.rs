@@ -1,6 +1,5 @@
-//! What the bindings of the three process tools (run_command, run_tests, node_process) share:
-//! the conversion of the host's options into the core's, and the start of a call that resolves
-//! to its result object.
+//! What the bindings of the process tools share: the host's options from JS (the core's own
+//! option structs, deserialized), and the start of a call that resolves to its result value.
 
 use std::future::Future;
 use std::time::Duration;
@@ -10,6 +9,7 @@ use napi::Env;
 use workcell_core::policy::Policy;
 use workcell_core::process::Reaper;
 
+use crate::outcome::{Json, Outcome};
 use crate::process::EnvVar;
 
 /// An error for the host (a thrown `Error` whose message starts with `workcell: `).
@@ -17,10 +17,17 @@ pub(crate) fn host_error(message: impl std::fmt::Display) -> napi::Error {
     napi::Error::from_reason(format!("workcell: {message}"))
 }
 
-/// The core's answer to `validate()`, as a host error.
-pub(crate) fn validated<T>(opts: T, validate: impl FnOnce(&T) -> Result<(), String>) -> napi::Result<T> {
-    validate(&opts).map_err(host_error)?;
-    Ok(opts)
+/// The host's options of a process tool: the core's options struct from its JSON form,
+/// checked with its `validate`; a host error when unusable.
+pub(crate) fn host_options<T: serde::de::DeserializeOwned>(value: serde_json::Value, validate: impl FnOnce(&T) -> Result<(), String>) -> napi::Result<T> {
+    workcell_core::json::from_json(value, validate).map_err(host_error)
+}
+
+/// A call's outcome as the `{ ok } | { error }` value.
+impl<T> From<workcell_core::Result<T>> for Json<Outcome<T>> {
+    fn from(r: workcell_core::Result<T>) -> Self {
+        Json(Outcome::from(r))
+    }
 }
 
 pub(crate) fn policy_of(deny: Option<Vec<String>>, allow: Option<Vec<String>>) -> Policy {
@@ -51,14 +58,7 @@ pub(crate) fn set_ms(target: &mut Duration, ms: Option<u32>) {
     }
 }
 
-/// Sets `target` to `n` bytes when the host gave a value.
-pub(crate) fn set_bytes(target: &mut usize, n: Option<u32>) {
-    if let Some(n) = n {
-        *target = n as usize;
-    }
-}
-
-/// Runs a checked request on tokio and resolves to its result object (`{ error }` for a tool
+/// Runs a checked request on tokio and resolves to its result value (`{ error }` for a tool
 /// error, a request refused by the conversion included): the promise never rejects for a tool
 /// error.
 pub(crate) fn spawn_call<'env, Req, Out, R, Fut>(

@@ -1,7 +1,8 @@
-//! The sandbox's options, report and probe, as JS values.
+//! The sandbox's probe and the host-side checks of its options, as JS functions (the options
+//! and the report themselves are the core's, passed through by serde).
 
 use napi_derive::napi;
-use workcell_core::sandbox::{self, Enforced, Features, Limits, LimitsReport, Mode, NodePermission, Report, SandboxOptions};
+use workcell_core::sandbox::{self, Features, Limits, SandboxOptions};
 
 /// Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
 /// only take away from what the probe found.
@@ -24,46 +25,17 @@ pub struct SandboxLimits {
     pub file_bytes: Option<f64>,
 }
 
-/// One cap as enforced.
-#[napi(object)]
-pub struct SandboxLimitReport {
-    pub max: f64,
-    /// `"rlimit"`, `"cgroup-v2"`, `"cgroup-v1"` or `"none"`.
-    pub by: String,
-}
-
-/// The caps of a call and how each was enforced (`sandbox.limits`).
-#[napi(object)]
-pub struct SandboxLimitsReport {
-    pub processes: SandboxLimitReport,
-    pub memory_bytes: SandboxLimitReport,
-    pub file_bytes: SandboxLimitReport,
-}
-
-impl From<LimitsReport> for SandboxLimitsReport {
-    fn from(r: LimitsReport) -> Self {
-        let one = |e: Enforced| SandboxLimitReport { max: e.max as f64, by: e.by.as_str().into() };
-        SandboxLimitsReport { processes: one(r.processes), memory_bytes: one(r.memory_bytes), file_bytes: one(r.file_bytes) }
-    }
-}
-
+/// `limits` as the core reads it (`LimitsOption`): the defaults filled in, the ranges checked.
 fn limits_of(l: Option<SandboxLimits>) -> napi::Result<Limits> {
-    let d = Limits::default();
-    let Some(l) = l else { return Ok(d) };
-    let whole = |name: &str, v: Option<f64>, default: u64| -> napi::Result<u64> {
-        match v {
-            None => Ok(default),
-            Some(v) if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= sandbox::limits::MAX_BYTES as f64 => Ok(v as u64),
-            Some(v) => Err(crate::process_tool::host_error(format_args!("limits.{name} must be a non-negative integer, got {v}"))),
+    let Some(l) = l else { return Ok(Limits::default()) };
+    let mut m = serde_json::Map::new();
+    for (k, v) in [("processes", l.processes), ("memoryBytes", l.memory_bytes), ("fileBytes", l.file_bytes)] {
+        if let Some(v) = v {
+            m.insert(k.into(), serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into));
         }
-    };
-    let limits = Limits {
-        processes: whole("processes", l.processes, d.processes)?,
-        memory_bytes: whole("memoryBytes", l.memory_bytes, d.memory_bytes)?,
-        file_bytes: whole("fileBytes", l.file_bytes, d.file_bytes)?,
-    };
-    limits.validate().map_err(crate::process_tool::host_error)?;
-    Ok(limits)
+    }
+    let l: sandbox::LimitsOption = serde_json::from_value(m.into()).map_err(|e| crate::process_tool::host_error(format_args!("limits: {e}")))?;
+    l.limits().map_err(crate::process_tool::host_error)
 }
 
 /// The caps `limits` asks for, with the defaults filled in (processes 512, half the physical
@@ -73,57 +45,6 @@ fn limits_of(l: Option<SandboxLimits>) -> napi::Result<Limits> {
 pub fn sandbox_limits(limits: Option<SandboxLimits>) -> napi::Result<SandboxLimits> {
     let l = limits_of(limits)?;
     Ok(SandboxLimits { processes: Some(l.processes as f64), memory_bytes: Some(l.memory_bytes as f64), file_bytes: Some(l.file_bytes as f64) })
-}
-
-/// What the host's Node.js offers for its permission model.
-#[napi(object)]
-pub struct NodePermissionSupport {
-    /// `--permission` or `--experimental-permission`.
-    pub flag: String,
-    pub allow_addons: bool,
-    pub allow_wasi: bool,
-}
-
-/// What confined a child: the `sandbox` field of a result.
-#[napi(object)]
-pub struct SandboxReport {
-    pub landlock_abi: Option<u32>,
-    /// `"confined"` or `"open"`.
-    pub filesystem: String,
-    /// `"blocked"`, `"allowed"`, `"filtered"` or `"open"`.
-    pub network: String,
-    /// `"namespace"` or `"group"`.
-    pub processes: String,
-    pub node_permission: bool,
-    pub limits: SandboxLimitsReport,
-}
-
-impl From<Report> for SandboxReport {
-    fn from(r: Report) -> Self {
-        SandboxReport {
-            landlock_abi: r.landlock_abi,
-            filesystem: r.filesystem.as_str().into(),
-            network: r.network.as_str().into(),
-            processes: r.processes.as_str().into(),
-            node_permission: r.node_permission,
-            limits: r.limits.into(),
-        }
-    }
-}
-
-/// The connections of a call with `network: { allow }` through the proxy.
-#[napi(object)]
-pub struct NetworkCounts {
-    /// Requests and tunnels the allowlist let through.
-    pub allowed: f64,
-    /// Requests refused (not listed, a non-public address, malformed, over a cap).
-    pub refused: f64,
-}
-
-impl From<workcell_core::proxy::Counts> for NetworkCounts {
-    fn from(c: workcell_core::proxy::Counts) -> Self {
-        NetworkCounts { allowed: c.allowed as f64, refused: c.refused as f64 }
-    }
 }
 
 /// Checks the entries of `network: { allow }`; throws with a message for the host naming the
@@ -159,7 +80,7 @@ pub fn sandbox_grant_path(path: String) -> napi::Result<String> {
         .map_err(crate::process_tool::host_error)
 }
 
-/// Builds the core's sandbox options from the host's.
+/// Builds the core's sandbox options from the host's (the core's JSON form, `HostSandbox`).
 pub(crate) fn options(
     mode: Option<String>,
     network: Option<bool>,
@@ -169,43 +90,33 @@ pub(crate) fn options(
     limit: Option<SandboxFeatureLimit>,
     limits: Option<SandboxLimits>,
 ) -> napi::Result<SandboxOptions> {
-    let mode = match mode {
-        None => Mode::Auto,
-        Some(m) => Mode::parse(&m).ok_or_else(|| crate::process_tool::host_error(format_args!("unknown sandbox mode {m:?}")))?,
+    let mut m = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<serde_json::Value>| {
+        if let Some(v) = v {
+            m.insert(k.into(), v);
+        }
     };
-    let no_cgroups = limit.as_ref().is_some_and(|l| l.cgroups == Some(false));
-    let limit = limit.map(|l| Features {
-        landlock_abi: Some(l.landlock_abi.unwrap_or(u32::MAX)),
-        pid_namespace: l.pid_namespace.unwrap_or(true),
-        user_namespace: l.user_namespace.unwrap_or(true),
-        proc_mount: l.proc_mount.unwrap_or(true),
-    });
-    let network_allow = match network_allow {
-        Some(entries) => Some(std::sync::Arc::new(
-            workcell_core::proxy::Allowlist::parse(&entries).map_err(crate::process_tool::host_error)?,
-        )),
-        None => None,
-    };
-    Ok(SandboxOptions {
-        mode,
-        network: network.unwrap_or(false),
-        network_allow,
-        read_paths: read_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
-        write_paths: write_paths.unwrap_or_default().into_iter().map(Into::into).collect(),
-        limit,
-        limits: limits_of(limits)?,
-        no_cgroups,
-        ..SandboxOptions::default()
-    })
-}
-
-/// Lets the processes connect to the ports of the process table registered as `group`.
-pub(crate) fn connect_to_group(sandbox: &mut SandboxOptions, group: Option<u32>) {
-    if let Some(set) = group.and_then(sandbox::ports::group) {
-        sandbox.connect_ports = set;
-    }
-}
-
-pub(crate) fn node_permission(support: Option<NodePermissionSupport>) -> Option<NodePermission> {
-    support.map(|s| NodePermission { flag: s.flag, allow_addons: s.allow_addons, allow_wasi: s.allow_wasi })
+    put("sandbox", mode.map(Into::into));
+    put("network", network.map(Into::into));
+    put("networkAllow", network_allow.map(Into::into));
+    put("readPaths", read_paths.map(Into::into));
+    put("writePaths", write_paths.map(Into::into));
+    put(
+        "sandboxLimit",
+        limit.map(|l| {
+            let mut f = serde_json::Map::new();
+            for (k, v) in [("pidNamespace", l.pid_namespace), ("userNamespace", l.user_namespace), ("procMount", l.proc_mount), ("cgroups", l.cgroups)] {
+                if let Some(v) = v {
+                    f.insert(k.into(), v.into());
+                }
+            }
+            if let Some(abi) = l.landlock_abi {
+                f.insert("landlockAbi".into(), abi.into());
+            }
+            f.into()
+        }),
+    );
+    let mut opts: SandboxOptions = crate::process_tool::host_options(m.into(), |_: &SandboxOptions| Ok(()))?;
+    opts.limits = limits_of(limits)?;
+    Ok(opts)
 }

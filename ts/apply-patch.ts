@@ -1,4 +1,4 @@
-import { binding, callCore, callNative, fromConversion, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromConversion, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { APPLY_PATCH_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
@@ -120,7 +120,7 @@ export function createApplyPatchTool(
       }
     },
     preview: async (input, signal) =>
-      toPreview(await callNative(signal, (cancel) => ws.previewPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard))),
+      toPreview(await callCore(signal, (cancel) => ws.previewPatch(input.patch, hashList(input.expectedHashes), limit, cancel, guard))),
     async run(input, context, files) {
       // Approved: every file the patch touches held to its preview hash (the model's own
       // expectedHashes were checked by the preview and are the same strings).

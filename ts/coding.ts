@@ -24,6 +24,37 @@ import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./appro
 import { PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
+// The factories of the set and their types, exported by the package's entry point through
+// this module (ts/index.ts re-exports it): a tool added to the set is exported here.
+export { createReadTool, isImageOutput, MAX_IMAGE_BYTES } from "./read.js";
+export type { ReadInput, ReadOutput, ReadImageOutput, ReadToolOptions } from "./read.js";
+export { createWriteTool } from "./write.js";
+export type { WriteInput, WriteOutput, WriteToolOptions } from "./write.js";
+export { createEditTool } from "./edit.js";
+export type { EditInput, EditOutput, EditToolOptions } from "./edit.js";
+export { createApplyPatchTool, MAX_PATCH_BYTES, MAX_PATCH_FILES } from "./apply-patch.js";
+export type { ApplyPatchInput, ApplyPatchOutput, ApplyPatchToolOptions, PatchedFile } from "./apply-patch.js";
+export { createMoveFileTool, createDeleteFileTool, createMakeDirectoryTool } from "./file-ops.js";
+export type {
+  MoveFileInput,
+  MoveFileOutput,
+  DeleteFileInput,
+  DeleteFileOutput,
+  MakeDirectoryInput,
+  MakeDirectoryOutput,
+  FileOpsToolOptions,
+} from "./file-ops.js";
+export { createNodeProcessTool } from "./node-process.js";
+export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
+export { createListTool } from "./list.js";
+export type { ListInput, ListOutput, ListToolOptions } from "./list.js";
+export { createSearchTool } from "./search.js";
+export type { SearchInput, SearchOutput, SearchToolOptions } from "./search.js";
+export { createRunCommandTool } from "./run-command.js";
+export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from "./run-command.js";
+export { createRunTestsTool } from "./run-tests.js";
+export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
+
 export interface CodingToolsOptions extends CommonToolOptions {
   read?: ReadToolOptions;
   write?: WriteToolOptions;
@@ -76,7 +107,7 @@ export interface ProcessToolDefaults {
 }
 
 /** The spec entries of {@link ProcessToolDefaults} (see ts/options.ts). */
-export const PROCESS_DEFAULTS_OPTIONS = {
+const PROCESS_DEFAULTS_OPTIONS = {
   // node_process's ceiling, the lowest of the three tools'.
   timeoutMs: NODE_PROCESS_OPTIONS.timeoutMs,
   network: SANDBOX_OPTIONS.network,
@@ -87,7 +118,7 @@ export const PROCESS_DEFAULTS_OPTIONS = {
 } as const satisfies OptionSpecOf<ProcessToolDefaults>;
 
 /** The options of createCodingTools (see ts/options.ts): each tool's key is that factory's spec. */
-export const CODING_TOOLS_OPTIONS = declareOptions("createCodingTools", {
+const CODING_TOOLS_OPTIONS = declareOptions("createCodingTools", {
   ...COMMON_TOOL_OPTIONS,
   read: option.object(READ_OPTIONS, "read_file's options"),
   write: option.object(WRITE_OPTIONS, "write_file's options"),

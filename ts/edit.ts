@@ -1,4 +1,4 @@
-import { binding, callCore, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { EDIT_OUTPUT_SCHEMA } from "./output-schemas.js";
@@ -102,7 +102,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
     effect: "write",
     paths: (input) => [input.path],
     preview: async (input, signal) =>
-      toPreview(await callNative(signal, (cancel) => ws.previewEdit(input.path, input.edits, limit, cancel, input.expectedHash, guard))),
+      toPreview(await callCore(signal, (cancel) => ws.previewEdit(input.path, input.edits, limit, cancel, input.expectedHash, guard))),
     async run(input, context, files) {
       const expected = files ? Object.values(files)[0] : input.expectedHash;
       // Rust repeats every check of `validate`; the queue position is taken synchronously here.

@@ -1,4 +1,4 @@
-import { binding, callCore, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { MOVE_FILE_OUTPUT_SCHEMA, DELETE_FILE_OUTPUT_SCHEMA, MAKE_DIRECTORY_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { pathProperty } from "./paths.js";
@@ -73,7 +73,7 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
     effect: "write",
     paths: (input) => [input.from, input.to],
     preview: async (input, signal) =>
-      toPreview(await callNative(signal, (cancel) => ws.previewMove(input.from, input.to, input.overwrite, cancel, guard))),
+      toPreview(await callCore(signal, (cancel) => ws.previewMove(input.from, input.to, input.overwrite, cancel, guard))),
     async run(input, context, files) {
       return callCore(context?.signal, (cancel) => ws.moveFile(input.from, input.to, input.overwrite, cancel, guard, hashList(files)));
     },
@@ -121,7 +121,7 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
   const spec: WriteSpec<DeleteFileInput, DeleteFileOutput> = {
     effect: "write",
     paths: (input) => [input.path],
-    preview: async (input, signal) => toPreview(await callNative(signal, (cancel) => ws.previewDelete(input.path, cancel, guard))),
+    preview: async (input, signal) => toPreview(await callCore(signal, (cancel) => ws.previewDelete(input.path, cancel, guard))),
     async run(input, context, files) {
       return callCore(context?.signal, (cancel) => ws.deleteFile(input.path, cancel, guard, hashList(files)));
     },
@@ -172,7 +172,7 @@ export function createMakeDirectoryTool(
   const spec: WriteSpec<MakeDirectoryInput, MakeDirectoryOutput> = {
     effect: "write",
     paths: (input) => [input.path],
-    preview: async (input, signal) => toPreview(await callNative(signal, (cancel) => ws.previewMakeDirectory(input.path, cancel, guard))),
+    preview: async (input, signal) => toPreview(await callCore(signal, (cancel) => ws.previewMakeDirectory(input.path, cancel, guard))),
     async run(input, context, files) {
       return callCore(context?.signal, (cancel) => ws.makeDirectory(input.path, cancel, guard, hashList(files)));
     },

@@ -1,7 +1,6 @@
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
-import type { NodeProcessOptions as NativeNodeProcessOptions } from "../native/binding.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, type NativeSandboxOptions, type NodePermissionSupport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { NODE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
@@ -141,6 +140,19 @@ function envSpec(env: NodeProcessToolOptions["env"]): { names: string[]; pairs: 
   return { names, pairs };
 }
 
+/** The core's `NodeOptions` as the binding takes them (JSON; an unknown key is refused). */
+interface NativeNodeProcessOptions {
+  execPath: string;
+  timeoutMs: number;
+  maxStdoutBytes: number;
+  maxStderrBytes: number;
+  path?: string;
+  env: { name: string; value: string }[];
+  reaper: string;
+  sandbox: NativeSandboxOptions;
+  nodePermission?: NodePermissionSupport;
+}
+
 /** Creates the `node_process` tool for one workspace root. */
 export function createNodeProcessTool(
   root: string,
@@ -172,7 +184,7 @@ export function createNodeProcessTool(
       path: process.env.PATH,
       env: vars,
       reaper,
-      ...sandbox,
+      sandbox,
       nodePermission,
     };
   };
@@ -191,21 +203,9 @@ export function createNodeProcessTool(
     },
     grants: (input) => input.grants,
     async run(input, context, grants) {
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.nodeProcess(input.source, input.arguments ?? [], { ...nativeOptions(), ...withGrants(sandbox, grants) }, cancel),
+      const out: NodeProcessOutput = await callCore(context?.signal, (cancel) =>
+        ws.nodeProcess(input.source, input.arguments ?? [], { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
       );
-      const out: NodeProcessOutput = {
-        exitCode: r.exitCode ?? null,
-        signal: r.signal ?? null,
-        stdout: r.stdout!,
-        stderr: r.stderr!,
-        stdoutTruncated: r.stdoutTruncated!,
-        stderrTruncated: r.stderrTruncated!,
-        timedOut: r.timedOut!,
-        durationMs: r.durationMs!,
-        sandbox: toSandboxReport(r.sandbox!),
-      };
-      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
       const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox);
       if (hint) {
         out.denials = hint.denials;

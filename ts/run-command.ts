@@ -1,11 +1,10 @@
 import { realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { sep } from "node:path";
-import type { RunCommandOptions as NativeRunCommandOptions } from "../native/binding.js";
 import { ToolError } from "./errors.js";
-import { binding, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, describeSandbox, describeSandboxCompact, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, describeSandbox, describeSandboxCompact, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -85,6 +84,20 @@ const MAX_OUTPUT_CAP = binding.MAX_OUTPUT_CAP;
 const RESERVED_ENV: readonly string[] = binding.reservedEnv();
 
 export const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+/** The core's `CommandOptions` as the binding takes them (JSON; an unknown key is refused). */
+interface NativeRunCommandOptions {
+  policy: { denyCommands?: string[]; allowCommands?: string[] };
+  path: string;
+  env: { name: string; value: string }[];
+  timeoutMs: number;
+  maxTimeoutMs: number;
+  outputHeadBytes: number;
+  outputTailBytes: number;
+  scratchDir: string;
+  reaper: string;
+  sandbox: NativeSandboxOptions;
+}
 
 /** The options of createRunCommandTool (see ts/options.ts). */
 export const RUN_COMMAND_OPTIONS = declareOptions("createRunCommandTool", {
@@ -240,8 +253,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
   const sandbox = sandboxOptions(T, options);
 
   const nativeOptions = (): NativeRunCommandOptions => ({
-    denyCommands: deny,
-    allowCommands: allow,
+    policy: { denyCommands: deny, allowCommands: allow },
     path,
     env: env(),
     timeoutMs,
@@ -250,7 +262,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     outputTailBytes: tail,
     scratchDir,
     reaper,
-    ...sandbox,
+    sandbox,
   });
   // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
   // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
@@ -274,22 +286,10 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     },
     grants: (input) => input.grants,
     async run(input, context, grants) {
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.runCommand(input.argv, input.cwd, input.timeoutMs, { ...nativeOptions(), ...withGrants(sandbox, grants) }, cancel),
+      const out: RunCommandOutput = await callCore(context?.signal, (cancel) =>
+        ws.runCommand(input.argv, input.cwd, input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
       );
-      const out: RunCommandOutput = {
-        exitCode: r.exitCode ?? null,
-        signal: r.signal ?? null,
-        output: r.output!,
-        truncated: r.truncated!,
-        omittedBytes: r.omittedBytes!,
-        timedOut: r.timedOut!,
-        durationMs: r.durationMs!,
-        timeoutMs: r.timeoutMs!,
-        sandbox: toSandboxReport(r.sandbox!),
-      };
-      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
-      const notes: string[] = r.note != null ? [r.note] : [];
+      const notes: string[] = out.note != null ? [out.note] : [];
       const hint = gate.denials([out.output], out.exitCode === 0, out.sandbox);
       if (hint) {
         out.denials = hint.denials;

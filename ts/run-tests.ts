@@ -1,12 +1,11 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { RunTestsOptions as NativeRunTestsOptions } from "../native/binding.js";
 import { ToolError } from "./errors.js";
-import { callNative, fromThrown, openWorkspace } from "./native.js";
+import { callCore, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, toSandboxReport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -166,6 +165,23 @@ function existing(path: string): string | undefined {
   return existsSync(path) ? path : undefined;
 }
 
+/** The core's `TestsOptions` as the binding takes them (JSON; an unknown key is refused). */
+interface NativeRunTestsOptions {
+  policy: { denyCommands?: string[]; allowCommands?: string[] };
+  path: string;
+  env: { name: string; value: string }[];
+  timeoutMs: number;
+  maxTimeoutMs: number;
+  nodePath: string;
+  cargoHome?: string;
+  rustupHome?: string;
+  goCache?: string;
+  goModCache?: string;
+  scratchDir: string;
+  reaper: string;
+  sandbox: NativeSandboxOptions;
+}
+
 /** Creates the `run_tests` tool for one workspace root. */
 export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): Tool<RunTestsInput, RunTestsOutput> {
   const T = "createRunTestsTool";
@@ -187,8 +203,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
   const denyCommands = options.denyCommands === undefined ? undefined : [...options.denyCommands];
   const allowCommands = options.allowCommands === undefined ? undefined : [...options.allowCommands];
   const nativeOptions = (): NativeRunTestsOptions => ({
-    denyCommands,
-    allowCommands,
+    policy: { denyCommands, allowCommands },
     path,
     env: env(),
     timeoutMs,
@@ -200,7 +215,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     goModCache,
     scratchDir,
     reaper,
-    ...sandbox,
+    sandbox,
   });
   // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
   // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
@@ -220,24 +235,10 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     },
     grants: (input) => input.grants,
     async run(input, context, grants) {
-      const r = await callNative(context?.signal, (cancel) =>
-        ws.runTests(input.runner, input.args ?? [], input.timeoutMs, { ...nativeOptions(), ...withGrants(sandbox, grants) }, cancel),
+      const out: RunTestsOutput = await callCore(context?.signal, (cancel) =>
+        ws.runTests(input.runner, input.args ?? [], input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
       );
-      const out: RunTestsOutput = {
-        status: r.status as RunTestsOutput["status"],
-        report: r.report!,
-        passed: r.passed!,
-        failed: r.failed!,
-        skipped: r.skipped!,
-        failures: r.failures!.map((f) => (f.file == null ? { name: f.name, output: f.output } : { name: f.name, file: f.file, output: f.output })),
-        buildErrors: r.buildErrors!,
-        exitCode: r.exitCode ?? null,
-        durationMs: r.durationMs!,
-        timeoutMs: r.timeoutMs!,
-        sandbox: toSandboxReport(r.sandbox!),
-      };
-      if (r.network != null) out.network = { allowed: r.network.allowed, refused: r.network.refused };
-      const notes: string[] = r.note != null ? [r.note] : [];
+      const notes: string[] = out.note != null ? [out.note] : [];
       const hint = gate.denials([out.report, ...out.failures.map((f) => f.output), ...out.buildErrors], out.status === "passed", out.sandbox);
       if (hint) {
         out.denials = hint.denials;

@@ -4,7 +4,7 @@
 // creation.
 import { binding } from "./native.js";
 import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
-import type { NodePermissionSupport, SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
+import type { SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
 export type SandboxMode = "auto" | "required" | "off";
@@ -264,6 +264,14 @@ function limitOptions(factory: string, value: unknown): SandboxLimits {
   } catch (err) {
     throw new TypeError(`${(err as Error).message} (${factory})`);
   }
+}
+
+/** What the host's Node.js offers for its permission model (the core's `NodePermission`). */
+export interface NodePermissionSupport {
+  /** `--permission` or `--experimental-permission`. */
+  flag: string;
+  allowAddons: boolean;
+  allowWasi: boolean;
 }
 
 let permission: NodePermissionSupport | null | undefined;

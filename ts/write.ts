@@ -1,4 +1,4 @@
-import { binding, callCore, callNative, fromThrown, openWorkspace } from "./native.js";
+import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { WRITE_OUTPUT_SCHEMA } from "./output-schemas.js";
@@ -88,7 +88,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
     effect: "write",
     paths: (input) => [input.path],
     preview: async (input, signal) =>
-      toPreview(await callNative(signal, (cancel) => ws.previewWrite(input.path, input.content, limit, cancel, input.expectedHash, guard))),
+      toPreview(await callCore(signal, (cancel) => ws.previewWrite(input.path, input.content, limit, cancel, input.expectedHash, guard))),
     async run(input, context, files) {
       // Approved: held to the hash the preview was computed on (checked in the core under the lock).
       const expected = files ? Object.values(files)[0] : input.expectedHash;

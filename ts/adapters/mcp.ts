@@ -28,8 +28,9 @@ import type { ToolResult } from "../registry.js";
 import { effectOf, type ToolEffect } from "../tool.js";
 import { isImageOutput } from "../image.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
-import { checkOptions, option, type OptionSpecOf } from "../options.js";
-import { CODING_TOOLS_OPTIONS } from "../coding.js";
+import { OPTION_SPECS, checkOptions, option, type OptionSpecOf } from "../options.js";
+// Declares createCodingTools's spec (OPTION_SPECS), which a session's `tools` option is.
+import "../coding.js";
 import type { ApprovalAnswer, ApprovalRequest, Approve } from "../approval.js";
 
 export type { ToolsInput };
@@ -166,7 +167,7 @@ export const MCP_HTTP_OPTIONS = {
   idleTimeoutMs: option.integer(1, Number.MAX_SAFE_INTEGER, "how long an idle session is kept"),
   maxSessions: option.integer(1, Number.MAX_SAFE_INTEGER, "the most sessions open at once"),
   maxBodyBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the largest request body"),
-  tools: { kind: { type: "object", spec: CODING_TOOLS_OPTIONS }, doc: "the options of each session's createCodingTools" },
+  tools: { kind: { type: "object", spec: OPTION_SPECS.createCodingTools! }, doc: "the options of each session's createCodingTools" },
   createTools: option.function("makes each session's tools"),
   info: option.object(
     {

@@ -118,8 +118,16 @@ pub struct Error {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Its numbers serialize as JS numbers, never BigInts ([`crate::json::value`]).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "details_js")]
     pub details: Option<serde_json::Value>,
+}
+
+fn details_js<S: serde::Serializer>(d: &Option<serde_json::Value>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match d {
+        Some(v) => crate::json::value(v, s),
+        None => s.serialize_none(),
+    }
 }
 
 fn code_str<S: serde::Serializer>(code: &Code, s: S) -> std::result::Result<S::Ok, S::Error> {

@@ -85,7 +85,7 @@ impl Expected {
     /// Compares the name's state now with the expected string, if one was given for `shown`.
     fn check(&self, r: &Resolved, shown: &str, cancel: &Cancel) -> Result<()> {
         if let Some((_, expected)) = self.0.iter().find(|(p, _)| p == shown) {
-            let now = crate::hash::name_state(&r.dir, &r.name, shown, cancel)?;
+            let now = crate::write::name_state(&r.dir, &r.name, shown, cancel)?;
             if &now != expected {
                 return Err(write::hash_mismatch(shown, expected, &now));
             }
@@ -94,13 +94,32 @@ impl Expected {
     }
 }
 
+/// `with_guard` and `with_expected` of a request (its `guard`, `expected` and `names()`).
+macro_rules! conditions {
+    ($ty:ident) => {
+        impl $ty {
+            pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
+                self.guard = guard;
+                self
+            }
+            /// Acts only while each named path still has the given approval string (else
+            /// `TARGET_CHANGED`, nothing done); a key must be one of the call's paths.
+            pub fn with_expected(mut self, expected: Vec<(String, String)>) -> Result<Self> {
+                let names = self.names();
+                self.expected = Expected::new(expected, &names)?;
+                Ok(self)
+            }
+        }
+    };
+}
+
 #[derive(Debug)]
 pub struct MoveRequest {
     pub(crate) from: RelPath,
     pub(crate) to: RelPath,
     pub(crate) overwrite: bool,
     pub(crate) guard: Option<Arc<Guard>>,
-    /// Approval strings ([`crate::hash::name_state`]) each name must still have, by path.
+    /// Approval strings ([`crate::write::name_state`]) each name must still have, by path.
     pub(crate) expected: Expected,
 }
 
@@ -111,17 +130,6 @@ impl MoveRequest {
             return Err(Error::invalid(Reason::InvalidArgumentsShape, "from and to name the same path; give the new path as to"));
         }
         Ok(MoveRequest { from, to, overwrite, guard: None, expected: Expected::default() })
-    }
-    pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
-        self.guard = guard;
-        self
-    }
-    /// Acts only while each named path still has the given approval string (else
-    /// `TARGET_CHANGED`, nothing done); a key must be one of the call's paths.
-    pub fn with_expected(mut self, expected: Vec<(String, String)>) -> Result<Self> {
-        let names = self.names();
-        self.expected = Expected::new(expected, &names)?;
-        Ok(self)
     }
     pub fn from(&self) -> &RelPath {
         &self.from
@@ -146,17 +154,6 @@ impl NameRequest {
     pub fn new(path: &str) -> Result<Self> {
         Ok(NameRequest { path: name_path(path)?, guard: None, expected: Expected::default() })
     }
-    pub fn with_guard(mut self, guard: Option<Arc<Guard>>) -> Self {
-        self.guard = guard;
-        self
-    }
-    /// Acts only while each named path still has the given approval string (else
-    /// `TARGET_CHANGED`, nothing done); a key must be one of the call's paths.
-    pub fn with_expected(mut self, expected: Vec<(String, String)>) -> Result<Self> {
-        let names = self.names();
-        self.expected = Expected::new(expected, &names)?;
-        Ok(self)
-    }
     pub fn path(&self) -> &RelPath {
         &self.path
     }
@@ -164,6 +161,9 @@ impl NameRequest {
         vec![self.path.as_str().to_string()]
     }
 }
+
+conditions!(MoveRequest);
+conditions!(NameRequest);
 
 pub type DeleteRequest = NameRequest;
 pub type MkdirRequest = NameRequest;

@@ -22,7 +22,7 @@ use sha2::{Digest as _, Sha256};
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
 use crate::path::RelPath;
-use crate::read::kind_of;
+use crate::walk::kind_of;
 use crate::root::{Identity, Workspace};
 
 /// Largest file hashed.
@@ -31,7 +31,7 @@ pub const MAX_HASH_BYTES: u64 = 64 << 20;
 /// The string for a path with nothing at it.
 pub const ABSENT: &str = "absent";
 
-fn not_regular(kind: &str) -> String {
+pub(crate) fn not_regular(kind: &str) -> String {
     format!("not a regular file: {kind}")
 }
 
@@ -126,36 +126,6 @@ pub fn hash_file(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Result<Stri
         _ => return Err(Error::target_changed(p)),
     }
     Ok(digest)
-}
-
-/// The approval hash of a resolved write target (a name in an open directory, any final
-/// symlink already followed), computed under the target's lock. Same strings as [`hash_file`].
-pub(crate) fn hash_at(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, shown: &str, cancel: &Cancel) -> Result<String> {
-    use crate::write::{open_at, AtTarget};
-    let file = match open_at(dir, name, shown)? {
-        AtTarget::Absent => return Ok(ABSENT.to_string()),
-        AtTarget::Other(kind) => return Ok(not_regular(kind)),
-        AtTarget::File(f) => f,
-    };
-    digest(&file, shown, cancel)
-}
-
-/// The approval string of a name itself, its final component not followed: what `move_file`,
-/// `delete_file`, `make_directory` and a patch's `*** Delete File` act on. A symlink is
-/// `"symlink: <its text>"` (the link is what moves or goes, so repointing it changes the
-/// string); anything else is [`hash_at`]'s string.
-pub(crate) fn name_state(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, shown: &str, cancel: &Cancel) -> Result<String> {
-    use crate::write::{io_err, lstat_at, Existing};
-    match lstat_at(dir, name).map_err(|e| Error::from_io(&e, shown))? {
-        Existing::Symlink => match rustix::fs::readlinkat(dir, name, Vec::new()) {
-            Ok(text) => Ok(format!("symlink: {}", String::from_utf8_lossy(text.as_bytes()))),
-            Err(rustix::io::Errno::NOENT) => Ok(ABSENT.to_string()),
-            Err(e) => Err(Error::from_io(&io_err(e), shown)),
-        },
-        Existing::Absent => Ok(ABSENT.to_string()),
-        Existing::Other(kind) => Ok(not_regular(kind)),
-        Existing::Regular { .. } => hash_at(dir, name, shown, cancel),
-    }
 }
 
 /// The hex SHA-256 of an open file's content, read to its end in 64 KiB chunks (cancellable

@@ -18,6 +18,7 @@
 //! - [`process`]: spawning, capturing, timing out and reaping child processes;
 //! - [`node`]: the `node_process` tool;
 //! - [`host_config`]: the host-configuration checks the three process tools share;
+//! - [`json`]: the JSON forms of the host's process options and of result counts;
 //! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
 //! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test);
 //! - [`approval`]: previews of writing calls, the host's approval rules, sandbox-denial hints;
@@ -35,6 +36,7 @@ pub mod guard;
 pub mod hash;
 pub mod host_config;
 pub mod image;
+pub mod json;
 pub mod list;
 pub mod node;
 pub mod page;

@@ -4,6 +4,7 @@ use std::io::Read as _;
 
 use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
 
+use crate::walk::kind_of;
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
 use crate::image::{base64, image_type, MAX_IMAGE_BYTES, SNIFF_BYTES};
@@ -43,30 +44,6 @@ pub struct ImageOutput {
 pub enum ReadResult {
     Text(ReadOutput),
     Image(ImageOutput),
-}
-
-/// Describes a file type for `NOT_A_REGULAR_FILE`.
-pub(crate) fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
-    use crate::walk::Kind;
-    use cap_std::fs::FileTypeExt as _;
-    let kind = if ft.is_dir() {
-        Kind::Dir
-    } else if ft.is_symlink() {
-        Kind::Symlink
-    } else if ft.is_fifo() {
-        Kind::Fifo
-    } else if ft.is_socket() {
-        Kind::Socket
-    } else if ft.is_block_device() {
-        Kind::BlockDevice
-    } else if ft.is_char_device() {
-        Kind::CharDevice
-    } else if ft.is_file() {
-        Kind::File
-    } else {
-        Kind::Unknown
-    };
-    kind.describe()
 }
 
 /// Opens `path` beneath the root for reading without blocking (a FIFO or device never hangs)

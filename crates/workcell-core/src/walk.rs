@@ -370,21 +370,8 @@ pub fn open_start(ws: &Workspace, path: Option<&RelPath>) -> Result<Start> {
     };
     let meta = ws.dir().metadata(path.as_str()).map_err(|e| Error::from_io(&e, path.as_str()))?;
     if !meta.is_dir() {
-        let ft = meta.file_type();
-        use cap_std::fs::FileTypeExt as _;
-        let kind = if ft.is_file() {
-            Kind::File
-        } else if ft.is_fifo() {
-            Kind::Fifo
-        } else if ft.is_socket() {
-            Kind::Socket
-        } else if ft.is_block_device() {
-            Kind::BlockDevice
-        } else if ft.is_char_device() {
-            Kind::CharDevice
-        } else {
-            Kind::Unknown
-        };
+        // Not a directory (`metadata` follows links, so not a symlink either).
+        let kind = Kind::of(&meta.file_type());
         return Ok(Start::NotDir(kind));
     }
     let dir = ws.dir().open_dir(path.as_str()).map_err(|e| Error::from_io(&e, path.as_str()))?;
@@ -486,6 +473,35 @@ pub fn is_swapped(err: &io::Error) -> bool {
 /// True for the entry a walk hides when ignore files are honoured: git's own directory.
 pub fn is_git_dir(name: &OsStr) -> bool {
     name.as_bytes() == b".git"
+}
+
+impl Kind {
+    /// The kind of a file type (`metadata`'s: a symlink only when not followed).
+    pub(crate) fn of(ft: &cap_std::fs::FileType) -> Kind {
+        use cap_std::fs::FileTypeExt as _;
+        if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Symlink
+        } else if ft.is_fifo() {
+            Kind::Fifo
+        } else if ft.is_socket() {
+            Kind::Socket
+        } else if ft.is_block_device() {
+            Kind::BlockDevice
+        } else if ft.is_char_device() {
+            Kind::CharDevice
+        } else if ft.is_file() {
+            Kind::File
+        } else {
+            Kind::Unknown
+        }
+    }
+}
+
+/// Describes a file type for `NOT_A_REGULAR_FILE`.
+pub(crate) fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
+    Kind::of(ft).describe()
 }
 
 #[cfg(test)]

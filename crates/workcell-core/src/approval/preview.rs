@@ -6,7 +6,7 @@
 //! code), then returns it without installing. `files` holds, for every path the call touches
 //! (both names of a move), the string the later check compares: [`crate::hash::hash_file`]'s
 //! for a file written through (`"absent"` for a free name, which must then still be free), and
-//! [`crate::hash::name_state`]'s for a name acted on itself (a move's or a delete's: a symlink
+//! [`crate::write::name_state`]'s for a name acted on itself (a move's or a delete's: a symlink
 //! is described by its text). No lock is held: the approval that follows may take as long as a
 //! person needs without blocking any other call.
 
@@ -19,7 +19,8 @@ use crate::edit::EditRequest;
 use crate::error::{Code, Error, Result};
 use crate::fileops::{DeleteRequest, MkdirRequest, MoveRequest};
 use crate::guard::Guard;
-use crate::hash::{digest, name_state, sha256_hex, ABSENT};
+use crate::hash::{digest, sha256_hex, ABSENT};
+use crate::write::name_state;
 use crate::patch::parse::FileOp;
 use crate::patch::plan::{exists_error, for_diff, read_text};
 use crate::patch::PatchRequest;
@@ -27,16 +28,28 @@ use crate::path::RelPath;
 use crate::root::Workspace;
 use crate::write::{self, hash_mismatch, open_at, resolve_existing, AtTarget, Resolved, WriteRequest};
 
-/// What a person is shown before a writing call runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a person is shown before a writing call runs. Serializes as `{ summary, diff?,
+/// files: [{ path, hash }] }`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Preview {
     /// One line: `edit_file src/a.ts: +3 -1`.
     pub summary: String,
     /// The unified diff (bounded like the tools' own diffs); `None` where there is no content
     /// change to show (move_file, make_directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
     /// `(path, approval string)` of every path the call touches, in call order.
+    #[serde(serialize_with = "path_hashes")]
     pub files: Vec<(String, String)>,
+}
+
+fn path_hashes<S: serde::Serializer>(files: &[(String, String)], s: S) -> std::result::Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct PathHash<'a> {
+        path: &'a str,
+        hash: &'a str,
+    }
+    s.collect_seq(files.iter().map(|(path, hash)| PathHash { path, hash }))
 }
 
 /// Longest summary line, in bytes.

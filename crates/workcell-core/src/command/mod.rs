@@ -29,6 +29,7 @@ use std::time::Duration;
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
+use crate::json;
 use crate::process::{self, Prepare};
 use crate::path::RelPath;
 use crate::policy::{self, Policy};
@@ -58,28 +59,54 @@ pub struct CommandRequest {
     pub timeout_ms: Option<f64>,
 }
 
-/// What the host configures.
-#[derive(Clone)]
+/// What the host configures. Its JSON form (what the binding passes): `path`, `scratchDir`,
+/// `policy: { denyCommands?, allowCommands? }`, `sandbox` (its own object), `env: [{ name, value }]`, `timeoutMs`, `maxTimeoutMs`,
+/// `outputHeadBytes`, `outputTailBytes`, `reaper`.
+#[derive(Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommandOptions {
+    #[serde(default)]
     pub policy: Policy,
     /// The PATH the child gets, and the one `argv[0]` is looked up on.
+    #[serde(deserialize_with = "json::os_string")]
     pub path: OsString,
     /// Variables passed from the host, by name and value (never PATH, HOME or TMPDIR).
+    #[serde(default, deserialize_with = "json::env")]
     pub env: Vec<(String, String)>,
     /// Timeout when the request names none.
+    #[serde(rename = "timeoutMs", default = "default_timeout", deserialize_with = "json::millis")]
     pub timeout: Duration,
     /// Largest timeout; longer requests are clamped to it.
+    #[serde(rename = "maxTimeoutMs", default = "default_max_timeout", deserialize_with = "json::millis")]
     pub max_timeout: Duration,
+    #[serde(rename = "outputHeadBytes", default = "default_head_bytes", deserialize_with = "json::bytes")]
     pub head_bytes: usize,
+    #[serde(rename = "outputTailBytes", default = "default_tail_bytes", deserialize_with = "json::bytes")]
     pub tail_bytes: usize,
     /// Where scratch directories are created (the host's temporary directory): must be outside
     /// the workspace.
+    #[serde(rename = "scratchDir")]
     pub scratch_parent: PathBuf,
+    #[serde(default)]
     pub reaper: Reaper,
     /// Called with the spec and the canonical root just before the spawn (confinement).
+    #[serde(skip)]
     pub prepare: Option<Prepare>,
     /// OS confinement of the command ([`crate::sandbox`]); `auto` by default.
     pub sandbox: SandboxOptions,
+}
+
+fn default_timeout() -> Duration {
+    DEFAULT_TIMEOUT
+}
+fn default_max_timeout() -> Duration {
+    DEFAULT_MAX_TIMEOUT
+}
+fn default_head_bytes() -> usize {
+    DEFAULT_HEAD_BYTES
+}
+fn default_tail_bytes() -> usize {
+    DEFAULT_TAIL_BYTES
 }
 
 debug_options!(CommandOptions {
@@ -154,48 +181,38 @@ pub fn check_request(req: &CommandRequest, opts: &CommandOptions) -> Result<Chec
     Ok(CheckedRequest { cwd, timeout, note })
 }
 
-/// What a run that ended by itself returns.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a run that ended by itself returns (run_command's result, and the details of its
+/// `COMMAND_TIMEOUT` error).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CommandOutput {
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
     /// stdout and stderr as written, head and tail kept.
     pub output: String,
     pub truncated: bool,
+    #[serde(serialize_with = "crate::json::number")]
     pub omitted_bytes: u64,
     /// Always false in a result: a timeout is the `COMMAND_TIMEOUT` error.
     pub timed_out: bool,
+    #[serde(serialize_with = "crate::json::number")]
     pub duration_ms: u64,
     /// The timeout in force, in milliseconds.
+    #[serde(serialize_with = "crate::json::number")]
     pub timeout_ms: u64,
     /// Said when the requested timeout was clamped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// What confined the command.
     pub sandbox: Report,
     /// With `network: { allow }`: the connections through the proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<crate::proxy::Counts>,
 }
 
 impl CommandOutput {
     pub fn to_json(&self) -> serde_json::Value {
-        let mut v = serde_json::json!({
-            "exitCode": self.exit_code,
-            "signal": self.signal,
-            "output": self.output,
-            "truncated": self.truncated,
-            "omittedBytes": self.omitted_bytes,
-            "timedOut": self.timed_out,
-            "durationMs": self.duration_ms,
-            "timeoutMs": self.timeout_ms,
-            "sandbox": self.sandbox.to_json(),
-        });
-        if let Some(note) = &self.note {
-            v["note"] = serde_json::json!(note);
-        }
-        if let Some(n) = &self.network {
-            v["network"] = n.to_json();
-        }
-        v
+        serde_json::to_value(self).expect("an output serializes")
     }
 }
 

@@ -34,6 +34,7 @@ use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
+use crate::json;
 use crate::process::{self, End, Head, HeadText, Reaper, RunOptions, SpawnSpec};
 use crate::root::Workspace;
 use crate::sandbox::{self, NodePermission, Report, SandboxOptions};
@@ -58,28 +59,46 @@ pub struct NodeRequest {
 
 pub use crate::process::Prepare;
 
-/// What the host configures.
-#[derive(Clone)]
+/// What the host configures. Its JSON form (what the binding passes): `execPath`, `timeoutMs`,
+/// `maxStdoutBytes`, `maxStderrBytes`, `path`, `env: [{ name, value }]`, `reaper`, `sandbox`
+/// (its own object), `nodePermission`.
+#[derive(Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeOptions {
     /// The host's `process.execPath`.
     pub exec_path: PathBuf,
+    #[serde(rename = "timeoutMs", default = "default_timeout", deserialize_with = "json::millis")]
     pub timeout: Duration,
+    #[serde(default = "default_max_output", deserialize_with = "json::bytes")]
     pub max_stdout_bytes: usize,
+    #[serde(default = "default_max_output", deserialize_with = "json::bytes")]
     pub max_stderr_bytes: usize,
     /// The PATH the child gets ([`DEFAULT_PATH`] when `None`).
+    #[serde(default, deserialize_with = "json::os_string_opt")]
     pub path: Option<OsString>,
     /// Further variables, by name and value (a name given twice: the last wins; PATH may be
     /// overridden).
+    #[serde(default, deserialize_with = "json::env")]
     pub env: Vec<(String, String)>,
     /// How exits are observed.
+    #[serde(default)]
     pub reaper: Reaper,
     /// Called with the spec and the canonical root just before the spawn.
+    #[serde(skip)]
     pub prepare: Option<Prepare>,
     /// OS confinement of the child ([`crate::sandbox`]); `auto` by default.
     pub sandbox: SandboxOptions,
     /// What the host's Node.js offers for its permission model (the second layer); `None`
     /// runs without it.
+    #[serde(default)]
     pub node_permission: Option<NodePermission>,
+}
+
+fn default_timeout() -> Duration {
+    DEFAULT_TIMEOUT
+}
+fn default_max_output() -> usize {
+    DEFAULT_MAX_OUTPUT_BYTES
 }
 
 debug_options!(NodeOptions {
@@ -126,8 +145,10 @@ impl NodeOptions {
     }
 }
 
-/// What a run that ended by itself returns.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a run that ended by itself returns (node_process's result, and the details of its
+/// `NODE_PROCESS_TIMEOUT` error).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeOutput {
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
@@ -137,30 +158,18 @@ pub struct NodeOutput {
     pub stderr_truncated: bool,
     /// Always false here: a timeout is the `NODE_PROCESS_TIMEOUT` error.
     pub timed_out: bool,
+    #[serde(serialize_with = "crate::json::number")]
     pub duration_ms: u64,
     /// What confined the child.
     pub sandbox: Report,
     /// With `network: { allow }`: the connections through the proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<crate::proxy::Counts>,
 }
 
 impl NodeOutput {
     fn to_json(&self) -> serde_json::Value {
-        let mut v = serde_json::json!({
-            "exitCode": self.exit_code,
-            "signal": self.signal,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "stdoutTruncated": self.stdout_truncated,
-            "stderrTruncated": self.stderr_truncated,
-            "timedOut": self.timed_out,
-            "durationMs": self.duration_ms,
-            "sandbox": self.sandbox.to_json(),
-        });
-        if let Some(n) = &self.network {
-            v["network"] = n.to_json();
-        }
-        v
+        serde_json::to_value(self).expect("an output serializes")
     }
 }
 

@@ -313,7 +313,7 @@ fn compute(req: &PatchRequest, e: &Entry, cancel: &Cancel, scan: &mut ScanBudget
                 Existing::Regular { .. } | Existing::Symlink => {}
             }
             if let Some(h) = expected(shown) {
-                let now = crate::hash::name_state(&e.src.dir, &e.src.name, shown, cancel)?;
+                let now = crate::write::name_state(&e.src.dir, &e.src.name, shown, cancel)?;
                 if now != h {
                     return Err(write::hash_mismatch(shown, h, &now));
                 }

@@ -59,8 +59,10 @@ pub const MAX_NESTING: usize = 16;
 /// is used. A command without a script never allocates it.
 pub(crate) const SCRIPT_STACK_BYTES: usize = 64 << 20;
 
-/// Which commands may run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Which commands may run. The host's JSON (`{ denyCommands?, allowCommands? }`) deserializes
+/// over the default: a missing deny-list is [`DEFAULT_DENY_COMMANDS`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Policy {
     /// Program names that never run, directly, through a wrapper or inside a script. Compared
     /// case-insensitively (ASCII). Default: [`DEFAULT_DENY_COMMANDS`].
@@ -70,8 +72,10 @@ pub struct Policy {
     /// Naming a program in [`UNCHECKED_RUNNERS`] here is the only way to permit it.
     pub allow_commands: Option<Vec<String>>,
     /// Largest argv item in UTF-8 bytes (`ARGUMENT_TOO_LARGE`).
+    #[serde(skip)]
     pub max_argument_bytes: usize,
     /// Largest argv, items together, in UTF-8 bytes (`ARGUMENTS_TOO_LARGE`).
+    #[serde(skip)]
     pub max_argv_bytes: usize,
 }
 

@@ -58,6 +58,12 @@ impl Reaper {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Reaper {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::json::named(d, "reaper", Reaper::parse)
+    }
+}
+
 static PIDFD: OnceLock<bool> = OnceLock::new();
 
 /// Whether `pidfd_open` works in this process (checked once, on our own pid).

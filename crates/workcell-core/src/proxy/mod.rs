@@ -108,17 +108,19 @@ enum Resolver {
 }
 
 /// The connections of one call: what was let through and what was refused.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counts {
     /// Requests and tunnels the allowlist let through (whether the destination then answered or not).
+    #[serde(serialize_with = "crate::json::number")]
     pub allowed: u64,
     /// Requests refused: not listed, a non-public address, malformed, oversized, over the cap.
+    #[serde(serialize_with = "crate::json::number")]
     pub refused: u64,
 }
 
 impl Counts {
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({ "allowed": self.allowed, "refused": self.refused })
+        serde_json::to_value(self).expect("counts serialize")
     }
 }
 

@@ -75,7 +75,8 @@ impl Limits {
 }
 
 /// How a limit is enforced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum By {
     /// A resource limit (`setrlimit`) on each process.
     Rlimit,
@@ -99,14 +100,16 @@ impl By {
 }
 
 /// One limit as enforced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Enforced {
+    #[serde(serialize_with = "crate::json::number")]
     pub max: u64,
     pub by: By,
 }
 
 /// The `sandbox.limits` field of a result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LimitsReport {
     pub processes: Enforced,
     pub memory_bytes: Enforced,
@@ -148,12 +151,7 @@ impl LimitsReport {
     }
 
     pub fn to_json(&self) -> serde_json::Value {
-        let one = |e: &Enforced| serde_json::json!({ "max": e.max, "by": e.by.as_str() });
-        serde_json::json!({
-            "processes": one(&self.processes),
-            "memoryBytes": one(&self.memory_bytes),
-            "fileBytes": one(&self.file_bytes),
-        })
+        serde_json::to_value(self).expect("a report serializes")
     }
 }
 

@@ -104,8 +104,11 @@ impl Mode {
     }
 }
 
-/// The host's sandbox configuration for a tool.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The host's sandbox configuration for a tool. Its JSON form ([`HostSandbox`]):
+/// `{ sandbox?: mode, network?, networkAllow?, readPaths?, writePaths?, sandboxLimit?, limits?,
+/// portGroup? }`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "HostSandbox")]
 pub struct SandboxOptions {
     pub mode: Mode,
     /// Let the child use the network (TCP is blocked otherwise, where Landlock can).
@@ -130,6 +133,112 @@ pub struct SandboxOptions {
     pub limits: Limits,
     /// Simulate a system where the host can create no cgroup (tests, diagnostics).
     pub no_cgroups: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Mode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        crate::json::named(d, "sandbox mode", Mode::parse)
+    }
+}
+
+/// `sandboxLimit`: a system with fewer features than the probe found (tests, diagnostics);
+/// each given value can only take away.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FeatureLimit {
+    /// The highest Landlock ABI to use; 0 for none.
+    pub landlock_abi: Option<u32>,
+    pub pid_namespace: Option<bool>,
+    pub user_namespace: Option<bool>,
+    pub proc_mount: Option<bool>,
+    /// `false`: a system where the host can create no cgroup.
+    pub cgroups: Option<bool>,
+}
+
+/// `limits`: the caps of the tree; a missing one takes its default.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsOption {
+    #[serde(default, deserialize_with = "whole_opt")]
+    pub processes: Option<u64>,
+    #[serde(default, deserialize_with = "whole_opt")]
+    pub memory_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "whole_opt")]
+    pub file_bytes: Option<u64>,
+}
+
+fn whole_opt<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
+    crate::json::whole(d).map(Some)
+}
+
+impl LimitsOption {
+    /// The caps asked for, the defaults filled in, checked.
+    pub fn limits(&self) -> std::result::Result<Limits, String> {
+        let d = Limits::default();
+        let limits = Limits {
+            processes: self.processes.unwrap_or(d.processes),
+            memory_bytes: self.memory_bytes.unwrap_or(d.memory_bytes),
+            file_bytes: self.file_bytes.unwrap_or(d.file_bytes),
+        };
+        limits.validate()?;
+        Ok(limits)
+    }
+}
+
+/// The JSON form of [`SandboxOptions`].
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostSandbox {
+    #[serde(default, rename = "sandbox")]
+    mode: Mode,
+    #[serde(default)]
+    network: bool,
+    network_allow: Option<Vec<String>>,
+    #[serde(default)]
+    read_paths: Vec<PathBuf>,
+    #[serde(default)]
+    write_paths: Vec<PathBuf>,
+    sandbox_limit: Option<FeatureLimit>,
+    limits: Option<LimitsOption>,
+    /// The process table whose sessions' ports the processes may connect to.
+    port_group: Option<u32>,
+}
+
+impl TryFrom<HostSandbox> for SandboxOptions {
+    type Error = String;
+
+    fn try_from(h: HostSandbox) -> std::result::Result<Self, String> {
+        let no_cgroups = h.sandbox_limit.as_ref().is_some_and(|l| l.cgroups == Some(false));
+        let limit = h.sandbox_limit.map(|l| Features {
+            landlock_abi: Some(l.landlock_abi.unwrap_or(u32::MAX)),
+            pid_namespace: l.pid_namespace.unwrap_or(true),
+            user_namespace: l.user_namespace.unwrap_or(true),
+            proc_mount: l.proc_mount.unwrap_or(true),
+        });
+        let network_allow = match h.network_allow {
+            Some(entries) => Some(std::sync::Arc::new(crate::proxy::Allowlist::parse(&entries)?)),
+            None => None,
+        };
+        let limits = match h.limits {
+            Some(l) => l.limits()?,
+            None => Limits::default(),
+        };
+        let mut opts = SandboxOptions {
+            mode: h.mode,
+            network: h.network,
+            network_allow,
+            read_paths: h.read_paths,
+            write_paths: h.write_paths,
+            limit,
+            limits,
+            no_cgroups,
+            ..SandboxOptions::default()
+        };
+        if let Some(set) = h.port_group.and_then(ports::group) {
+            opts.connect_ports = set;
+        }
+        Ok(opts)
+    }
 }
 
 impl SandboxOptions {
@@ -307,7 +416,7 @@ pub fn require(opts: &SandboxOptions) -> Result<()> {
 /// (its program's directories, a scratch directory...). In `required` mode, refuses with
 /// `SANDBOX_UNAVAILABLE` when a layer is missing. No effect on the workspace.
 pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result<Confinement> {
-    opts.validate().map_err(crate::host_config::misconfigured)?;
+    opts.validate().map_err(crate::error::misconfigured)?;
     let features = opts.features();
     let report = plan(opts, &features);
     if opts.mode != Mode::Off {

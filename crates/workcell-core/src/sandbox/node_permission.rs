@@ -35,7 +35,8 @@ use std::path::Path;
 
 /// What the host's Node.js supports (found by the host, from
 /// `process.allowedNodeEnvironmentFlags`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodePermission {
     /// `--permission` (Node 22.13+, 23.5+) or `--experimental-permission` (Node 20, 21, 22
     /// before 22.13).

@@ -1,7 +1,8 @@
 //! What was enforced for one call: part of every result of a tool that starts processes.
 
 /// Whether the child's file access was confined (Landlock).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Filesystem {
     /// Only the workspace, the host's grants and what programs need to run.
     Confined,
@@ -10,7 +11,8 @@ pub enum Filesystem {
 }
 
 /// Whether the child could use the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Network {
     /// TCP connect and bind refused (Landlock ABI 4+).
     Blocked,
@@ -24,7 +26,8 @@ pub enum Network {
 }
 
 /// How the call's processes are contained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Processes {
     /// A PID namespace: nothing started by the call outlives it.
     Namespace,
@@ -34,7 +37,8 @@ pub enum Processes {
 }
 
 /// The `sandbox` field of a result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Report {
     /// The Landlock ABI the child was confined with; `None` without Landlock.
     pub landlock_abi: Option<u32>,
@@ -88,14 +92,7 @@ impl Report {
     };
 
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "landlockAbi": self.landlock_abi,
-            "filesystem": self.filesystem.as_str(),
-            "network": self.network.as_str(),
-            "processes": self.processes.as_str(),
-            "nodePermission": self.node_permission,
-            "limits": self.limits.to_json(),
-        })
+        serde_json::to_value(self).expect("a report serializes")
     }
 }
 

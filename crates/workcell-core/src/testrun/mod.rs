@@ -55,6 +55,7 @@ use crate::command::launch::{self, Launch};
 use crate::command::{effective_timeout, find_command, Scratch};
 use crate::error::{Code, Error, Reason, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
+use crate::json;
 use crate::process::Prepare;
 use crate::policy::Policy;
 use crate::process::{End, Reaper, RunOptions};
@@ -109,17 +110,25 @@ pub struct TestsRequest {
     pub timeout_ms: Option<f64>,
 }
 
-/// What the host configures.
-#[derive(Clone)]
+/// What the host configures. Its JSON form (what the binding passes): `path`, `nodePath`,
+/// `scratchDir`, `policy: { denyCommands?, allowCommands? }`, `sandbox` (its own object), `env: [{ name, value }]`, `timeoutMs`,
+/// `maxTimeoutMs`, `cargoHome`, `rustupHome`, `goCache`, `goModCache`, `reaper`.
+#[derive(Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TestsOptions {
     /// The command policy run_command applies, applied to `[runner, ...args]` (so a host's
     /// deny- or allow-list covers the runners too).
+    #[serde(default)]
     pub policy: Policy,
     /// The runners' PATH (where `go` and `cargo` are looked up).
+    #[serde(deserialize_with = "json::os_string")]
     pub path: OsString,
     /// Variables passed from the host (never PATH, HOME or TMPDIR).
+    #[serde(default, deserialize_with = "json::env")]
     pub env: Vec<(String, String)>,
+    #[serde(rename = "timeoutMs", default = "default_timeout", deserialize_with = "json::millis")]
     pub timeout: Duration,
+    #[serde(rename = "maxTimeoutMs", default = "default_max_timeout", deserialize_with = "json::millis")]
     pub max_timeout: Duration,
     /// The Node.js that runs `node --test` and vitest (the host's `process.execPath`).
     pub node_path: PathBuf,
@@ -132,12 +141,22 @@ pub struct TestsOptions {
     /// GOMODCACHE (default: in the scratch directory: only vendored modules and the standard
     /// library are available).
     pub go_mod_cache: Option<PathBuf>,
+    #[serde(rename = "scratchDir")]
     pub scratch_parent: PathBuf,
+    #[serde(default)]
     pub reaper: Reaper,
+    #[serde(skip)]
     pub prepare: Option<Prepare>,
     /// OS confinement of the runner ([`crate::sandbox`], grants in [`confine`]); `auto` by
     /// default.
     pub sandbox: SandboxOptions,
+}
+
+fn default_timeout() -> Duration {
+    DEFAULT_TIMEOUT
+}
+fn default_max_timeout() -> Duration {
+    DEFAULT_MAX_TIMEOUT
 }
 
 debug_options!(TestsOptions { path, env => EnvNames, timeout, max_timeout, node_path, scratch_parent, sandbox });
@@ -197,60 +216,38 @@ pub fn check_request(req: &TestsRequest, opts: &TestsOptions) -> Result<CheckedT
     Ok(CheckedTests { runner, timeout, note })
 }
 
-/// The report of a run that ended by itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The report of a run that ended by itself (run_tests's result).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TestsOutput {
     /// `passed`, `failed` or `incomplete` ([`verdict::decide`]).
     pub status: Status,
     pub report: String,
+    #[serde(serialize_with = "crate::json::number")]
     pub passed: u64,
+    #[serde(serialize_with = "crate::json::number")]
     pub failed: u64,
+    #[serde(serialize_with = "crate::json::number")]
     pub skipped: u64,
     pub failures: Vec<Failure>,
     pub build_errors: Vec<String>,
     pub exit_code: Option<i32>,
+    #[serde(serialize_with = "crate::json::number")]
     pub duration_ms: u64,
+    #[serde(serialize_with = "crate::json::number")]
     pub timeout_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// What confined the runner.
     pub sandbox: Report,
     /// With `network: { allow }`: the connections through the proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<crate::proxy::Counts>,
 }
 
 impl TestsOutput {
     pub fn to_json(&self) -> serde_json::Value {
-        let failures: Vec<serde_json::Value> = self
-            .failures
-            .iter()
-            .map(|f| {
-                let mut v = serde_json::json!({ "name": f.name, "output": f.output });
-                if let Some(file) = &f.file {
-                    v["file"] = serde_json::json!(file);
-                }
-                v
-            })
-            .collect();
-        let mut v = serde_json::json!({
-            "status": self.status.as_str(),
-            "report": self.report,
-            "passed": self.passed,
-            "failed": self.failed,
-            "skipped": self.skipped,
-            "failures": failures,
-            "buildErrors": self.build_errors,
-            "exitCode": self.exit_code,
-            "durationMs": self.duration_ms,
-            "timeoutMs": self.timeout_ms,
-            "sandbox": self.sandbox.to_json(),
-        });
-        if let Some(note) = &self.note {
-            v["note"] = serde_json::json!(note);
-        }
-        if let Some(n) = &self.network {
-            v["network"] = n.to_json();
-        }
-        v
+        serde_json::to_value(self).expect("a report serializes")
     }
 }
 

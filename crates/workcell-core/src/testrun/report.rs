@@ -42,9 +42,10 @@ pub const MAX_NAME_BYTES: usize = 512;
 pub const MAX_ANOMALIES: usize = 8;
 
 /// One failing test.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Failure {
     pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     pub output: String,
 }

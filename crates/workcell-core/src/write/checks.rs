@@ -6,8 +6,10 @@ use std::sync::Arc;
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Reason, Result};
 use crate::guard::Guard;
+use crate::hash;
 use crate::path::RelPath;
 
+use super::at::{io_err, lstat_at, open_at, AtTarget, Existing};
 use super::resolve::Resolved;
 
 /// Largest content `write_file` accepts, in UTF-8 bytes.
@@ -95,7 +97,7 @@ fn check_content_len(len: usize, max_bytes: usize) -> Result<()> {
 /// `expectedHash`: what the target holds now (under its lock) must still hash to `expected`
 /// (the [`crate::hash::hash_file`] string: `"absent"` for a free name).
 pub(crate) fn check_expected_hash(target: &Resolved, path: &RelPath, expected: &str, cancel: &Cancel) -> Result<()> {
-    let now = crate::hash::hash_at(&target.dir, &target.name, path.as_str(), cancel)?;
+    let now = hash_at(&target.dir, &target.name, path.as_str(), cancel)?;
     if now != expected {
         return Err(hash_mismatch(path.as_str(), expected, &now));
     }
@@ -106,4 +108,32 @@ pub(crate) fn hash_mismatch(shown: &str, expected: &str, now: &str) -> Error {
     Error::new(Code::TargetChanged, format!("{shown} no longer has the expected hash"))
         .with_hint("the file changed since its hash was taken; read it again, then retry with its current content (and hash)")
         .with_details(serde_json::json!({ "changed": "content", "expectedHash": expected, "actualHash": now }))
+}
+
+/// The approval hash of a resolved write target (a name in an open directory, any final
+/// symlink already followed), computed under the target's lock. Same strings as [`hash::hash_file`].
+pub(crate) fn hash_at(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, shown: &str, cancel: &Cancel) -> Result<String> {
+    let file = match open_at(dir, name, shown)? {
+        AtTarget::Absent => return Ok(hash::ABSENT.to_string()),
+        AtTarget::Other(kind) => return Ok(hash::not_regular(kind)),
+        AtTarget::File(f) => f,
+    };
+    hash::digest(&file, shown, cancel)
+}
+
+/// The approval string of a name itself, its final component not followed: what `move_file`,
+/// `delete_file`, `make_directory` and a patch's `*** Delete File` act on. A symlink is
+/// `"symlink: <its text>"` (the link is what moves or goes, so repointing it changes the
+/// string); anything else is [`hash_at`]'s string.
+pub(crate) fn name_state(dir: &impl std::os::fd::AsFd, name: &std::ffi::OsStr, shown: &str, cancel: &Cancel) -> Result<String> {
+    match lstat_at(dir, name).map_err(|e| Error::from_io(&e, shown))? {
+        Existing::Symlink => match rustix::fs::readlinkat(dir, name, Vec::new()) {
+            Ok(text) => Ok(format!("symlink: {}", String::from_utf8_lossy(text.as_bytes()))),
+            Err(rustix::io::Errno::NOENT) => Ok(hash::ABSENT.to_string()),
+            Err(e) => Err(Error::from_io(&io_err(e), shown)),
+        },
+        Existing::Absent => Ok(hash::ABSENT.to_string()),
+        Existing::Other(kind) => Ok(hash::not_regular(kind)),
+        Existing::Regular { .. } => hash_at(dir, name, shown, cancel),
+    }
 }

@@ -17,8 +17,7 @@ use crate::root::{Identity, Workspace};
 use super::at::{changed, fsync_dir, id_of, identity_at, io_err, lstat_at, Existing};
 use super::resolve::Resolved;
 
-/// Prefix of the temporary files a write creates beside its target.
-pub const TEMP_PREFIX: &str = ".workcell-tmp-";
+pub use super::sweep::TEMP_PREFIX;
 /// Mode of a newly created file.
 pub const NEW_FILE_MODE: u32 = 0o644;
 

@@ -40,7 +40,7 @@ pub(crate) mod sweep;
 
 pub(crate) use at::{changed, fsync_dir, identity_at, io_err, lstat_at, open_at, AtTarget, Existing};
 pub use checks::{check_path, WriteRequest, MAX_WRITE_BYTES, MAX_WRITE_BYTES_CEILING};
-pub(crate) use checks::hash_mismatch;
+pub(crate) use checks::{hash_mismatch, name_state};
 pub use install::{WriteOutput, NEW_FILE_MODE, TEMP_PREFIX};
 pub(crate) use install::{install, temp_name, Temp};
 pub(crate) use sweep::sweep;

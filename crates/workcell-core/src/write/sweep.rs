@@ -16,7 +16,9 @@ use std::os::unix::ffi::OsStrExt as _;
 use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
-use super::install::TEMP_PREFIX;
+/// Prefix of the temporary files a write creates beside its target (the names swept here).
+pub const TEMP_PREFIX: &str = ".workcell-tmp-";
+
 
 #[cfg(test)]
 thread_local! {

@@ -14,6 +14,7 @@ mod common;
 mod command;
 mod limits;
 mod list_search;
+mod module_cycles;
 mod node;
 mod page;
 mod path_grammar;
