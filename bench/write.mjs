@@ -52,7 +52,11 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function measure(h, label, dir) {
   const tool = createWriteTool(dir);
   const content = "const answer = 42; // some source text\n".repeat(105).slice(0, 4096);
-  const ctx = () => ({ signal: new AbortController().signal });
+  // One AbortSignal for the whole run, as an agent passes its run's signal to every tool call
+  // (read.mjs does the same). A fresh AbortController per call would cost the host's GC about as
+  // much as the write itself (Node's AbortSignal is an EventTarget), whatever it then calls.
+  const context = { signal: new AbortController().signal };
+  const ctx = () => context;
   const ours = () => tool.execute({ path: "bench.txt", content }, ctx());
   const theirs = () => writeFileAtomic(join(dir, "wfa.txt"), content);
 

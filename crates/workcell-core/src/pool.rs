@@ -6,12 +6,14 @@
 //! host's own I/O. Two lanes, so that a slow walk never queues a quick read behind it:
 //! [`Lane::File`] (one file: reads, hashes) and [`Lane::Walk`] (directory walks: lists,
 //! searches, which start their own scoped threads for matching) and [`Lane::Write`] (a
-//! write's resolution and install, `crate::write`). The file and walk lanes have [`workers`]
-//! threads, started on first use: the cores minus one (the event loop's), at least one, so the
-//! work of a busy agent leaves the host's event loop a core. The write lane has
-//! [`WRITE_WORKERS`]: a write spends most of its time waiting for `fsync`, so a few run at once
-//! to keep a disk busy, but no more than that, since each is a thread the event loop competes
-//! with for a core. Jobs wait in a queue in call order; what waits holds only its arguments
+//! write's resolution and install, `crate::write`). Each lane has [`workers`] threads, started
+//! on first use: the cores minus one (the event loop's), at least one, so the work of a busy
+//! agent leaves the host's event loop a core. Writes have that many too, though a write mostly
+//! waits for `fsync` and more threads would keep a disk busier: measured on two cores with 16
+//! writers (bench/write.mjs), four write threads did about 15% more disk writes per second than
+//! one, but their competition with the event loop for the cores put its p99 delay 1 to 1.4 ms
+//! over the machine's floor, where one thread keeps it within 0.3 to 0.9 ms. Jobs wait in a
+//! queue in call order; what waits holds only its arguments
 //! (each call's memory is bounded by the tool).
 //!
 //! Handing a job over is a channel send: the calling thread (the event loop's) never takes a
@@ -30,9 +32,6 @@ pub enum Lane {
     /// A write's filesystem phases: `write_file`, `edit_file`, `apply_patch` (`crate::write`).
     Write,
 }
-
-/// Threads of [`Lane::Write`].
-pub const WRITE_WORKERS: usize = 4;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -57,7 +56,7 @@ fn pool(lane: Lane) -> &'static Pool {
     cell.get_or_init(|| {
         // Counted once per lane: `available_parallelism` reads the cgroup's CPU limits, which
         // costs tens of µs, far more than handing a job over.
-        let threads = if lane == Lane::Write { WRITE_WORKERS } else { workers() };
+        let threads = workers();
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads {
