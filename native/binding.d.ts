@@ -31,14 +31,15 @@ export declare class NativeProcessTable {
   /** The number the tool set's other tools pass as `portGroup`. */
   get portGroup(): number
   /** Checks start_process's input without any effect; throws the tool error's JSON. */
-  checkStart(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null): void
-  start(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
-  read(id: string, cursor?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
-  write(id: string, input: string, closeStdin?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
-  stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<SessionResult>
-  list(): any
+  checkStart(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off" } | undefined | null): void
+  /** start_process; `grants` (approved) widen the table's sandbox options for this session. */
+  start(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, cancel?: CancelHandle | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off" } | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  read(id: string, cursor?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  write(id: string, input: string, closeStdin?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; bytes: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  list(): { processes: { id: string; argv: string[]; running: boolean; exitCode: number | null; signal: string | null; startedAt: string; durationMs: number }[] }
   /** Ends every process and refuses new ones; resolves once they are gone. */
-  close(): Promise<SessionResult>
+  close(): Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
 }
 
 /** An open, identified workspace root. */
@@ -372,10 +373,4 @@ export interface SearchArgs {
   literal?: boolean
   limit?: number
   gitignore?: boolean
-}
-
-/** A tool result (JSON) or `{ error }`. */
-export interface SessionResult {
-  value?: any
-  error?: NativeError
 }

@@ -173,7 +173,7 @@ impl NativeProcessTable {
     }
 
     /// start_process; `grants` (approved) widen the table's sandbox options for this session.
-    #[napi(ts_return_type = "Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
     #[allow(clippy::too_many_arguments)]
     pub fn start<'env>(
         &self,
@@ -195,7 +195,7 @@ impl NativeProcessTable {
         })
     }
 
-    #[napi(ts_return_type = "Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
     pub fn read<'env>(
         &self,
         env: &'env Env,
@@ -226,7 +226,7 @@ impl NativeProcessTable {
         })
     }
 
-    #[napi(ts_return_type = "Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: string; network: string; processes: string; nodePermission: boolean; limits: SandboxLimitsReport }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
     pub fn stop<'env>(
         &self,
         env: &'env Env,

@@ -57,66 +57,20 @@ pub struct ProcessOutput {
     pub exit_code: Option<i32>,
     pub signal: Option<String>,
     pub output: String,
-    #[serde(serialize_with = "as_f64")]
+    #[serde(serialize_with = "crate::json::number")]
     pub cursor: u64,
-    #[serde(serialize_with = "as_f64")]
+    #[serde(serialize_with = "crate::json::number")]
     pub omitted_bytes: u64,
     pub matched: bool,
     pub alerts: Vec<Alert>,
-    #[serde(serialize_with = "as_f64")]
+    #[serde(serialize_with = "crate::json::number")]
     pub alerts_omitted: u64,
-    #[serde(serialize_with = "as_f64")]
+    #[serde(serialize_with = "crate::json::number")]
     pub duration_ms: u64,
     /// What was in force for this session (its grants included).
-    #[serde(serialize_with = "report_json")]
     pub sandbox: Report,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-}
-
-/// Counts as JavaScript numbers (a `u64` above `u32::MAX` would become a BigInt in JS; these stay
-/// below 2^53).
-fn as_f64<S: serde::Serializer>(v: &u64, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_f64(*v as f64)
-}
-
-/// The report in its result shape (`Report::to_json`'s), with the caps as numbers.
-fn report_json<S: serde::Serializer>(r: &Report, s: S) -> std::result::Result<S::Ok, S::Error> {
-    use crate::sandbox::Enforced;
-    #[derive(serde::Serialize)]
-    struct Cap {
-        max: f64,
-        by: &'static str,
-    }
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Caps {
-        processes: Cap,
-        memory_bytes: Cap,
-        file_bytes: Cap,
-    }
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Shown {
-        landlock_abi: Option<u32>,
-        filesystem: &'static str,
-        network: &'static str,
-        processes: &'static str,
-        node_permission: bool,
-        limits: Caps,
-    }
-    let cap = |e: Enforced| Cap { max: e.max as f64, by: e.by.as_str() };
-    serde::Serialize::serialize(
-        &Shown {
-            landlock_abi: r.landlock_abi,
-            filesystem: r.filesystem.as_str(),
-            network: r.network.as_str(),
-            processes: r.processes.as_str(),
-            node_permission: r.node_permission,
-            limits: Caps { processes: cap(r.limits.processes), memory_bytes: cap(r.limits.memory_bytes), file_bytes: cap(r.limits.file_bytes) },
-        },
-        s,
-    )
 }
 
 /// What list_processes returns.
@@ -136,7 +90,7 @@ pub struct ProcessInfo {
     pub signal: Option<String>,
     /// ISO 8601, UTC.
     pub started_at: String,
-    #[serde(serialize_with = "as_f64")]
+    #[serde(serialize_with = "crate::json::number")]
     pub duration_ms: u64,
 }
 
@@ -540,9 +494,10 @@ mod shape_tests {
         let mut got = keys.clone();
         got.sort();
         assert_eq!(got, want);
-        // Every count is a float (a JS number), never a u64 (which napi turns into a BigInt).
-        assert!(v["cursor"].is_f64() && v["cursor"].as_f64() == Some((5u64 << 32) as f64));
-        assert!(v["sandbox"]["limits"]["fileBytes"]["max"].is_f64());
+        // Every count is a signed integer (a JS number), never a u64 (which napi turns into a
+        // BigInt): crate::json::number.
+        assert!(v["cursor"].is_i64() && v["cursor"].as_i64() == Some(5i64 << 32));
+        assert!(v["sandbox"]["limits"]["fileBytes"]["max"].is_i64());
         assert_eq!(v["sandbox"]["filesystem"], "confined");
         assert_eq!(v["alerts"][0]["keyword"], "error");
         assert_eq!(serde_json::to_value(&ProcessOutput { note: Some("n".into()), ..out }).unwrap()["note"], "n");
