@@ -225,49 +225,22 @@ impl Seq {
     }
 }
 
-impl ser::SerializeSeq for Seq {
-    type Ok = sys::napi_value;
-    type Error = napi::Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
+/// The four sequence kinds serde has are one JavaScript array each.
+macro_rules! seq_kinds {
+    ($($kind:ident :: $push:ident),*) => {$(
+        impl ser::$kind for Seq {
+            type Ok = sys::napi_value;
+            type Error = napi::Error;
+            fn $push<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+                self.push(value)
+            }
+            fn end(self) -> Result<Self::Ok> {
+                self.done()
+            }
+        }
+    )*};
 }
-
-impl ser::SerializeTuple for Seq {
-    type Ok = sys::napi_value;
-    type Error = napi::Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
-
-impl ser::SerializeTupleStruct for Seq {
-    type Ok = sys::napi_value;
-    type Error = napi::Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
-
-impl ser::SerializeTupleVariant for Seq {
-    type Ok = sys::napi_value;
-    type Error = napi::Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
+seq_kinds!(SerializeSeq::serialize_element, SerializeTuple::serialize_element, SerializeTupleStruct::serialize_field, SerializeTupleVariant::serialize_field);
 
 struct Map {
     env: sys::napi_env,

@@ -29,53 +29,9 @@ use std::sync::Mutex;
 use super::cgroup::Leaf;
 use super::limits::ChildLimits;
 use super::pidns::{self, IArgs, NsPlan};
+use super::exec::Exec;
 use super::sys;
 use crate::process::{LaunchIo, Launcher};
-
-/// What to exec, prepared by the host: NUL-terminated strings and the pointer arrays into them.
-pub struct Exec {
-    _strings: Vec<CString>,
-    program: *const libc::c_char,
-    argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
-}
-
-impl Exec {
-    /// `program` with `argv[0]` = `arg0` (or the program), `args`, and exactly `env`.
-    pub fn new(program: &Path, arg0: Option<&OsStr>, args: &[OsString], env: &[(OsString, OsString)]) -> io::Result<Self> {
-        let mut strings = Vec::with_capacity(args.len() + env.len() + 2);
-        strings.push(cstring(program.as_os_str().as_bytes())?);
-        strings.push(cstring(arg0.unwrap_or(program.as_os_str()).as_bytes())?);
-        for a in args {
-            strings.push(cstring(a.as_bytes())?);
-        }
-        let argc = strings.len() - 1;
-        for (k, v) in env {
-            let mut kv = k.as_bytes().to_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            strings.push(cstring(&kv)?);
-        }
-        let program = strings[0].as_ptr();
-        let mut argv: Vec<*const libc::c_char> = strings[1..=argc].iter().map(|s| s.as_ptr()).collect();
-        argv.push(std::ptr::null());
-        let mut envp: Vec<*const libc::c_char> = strings[argc + 1..].iter().map(|s| s.as_ptr()).collect();
-        envp.push(std::ptr::null());
-        Ok(Exec { _strings: strings, program, argv, envp })
-    }
-
-    /// Execs; returns only on failure, with the errno.
-    ///
-    /// # Safety
-    /// A raw system call; replaces the calling process.
-    pub unsafe fn exec(&self) -> i32 {
-        sys::execve(self.program, self.argv.as_ptr(), self.envp.as_ptr())
-    }
-}
-
-fn cstring(b: &[u8]) -> io::Result<CString> {
-    CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "nul byte found in provided data"))
-}
 
 /// The launcher of one confined child.
 pub struct Launch {
@@ -112,7 +68,7 @@ impl Launch {
         self
     }
 
-    /// A probe of the network namespace ([`super::netns::available`]).
+    /// A probe of the network namespace ([`super::probe::network_namespace`]).
     pub(super) fn probe_network(net: super::netns::Net) -> Self {
         Launch { net: Some(net), ..Launch::probe() }
 

@@ -43,6 +43,8 @@
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod cgroup;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod exec;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod landlock;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod launch;
@@ -365,7 +367,7 @@ fn unavailable(missing: &[&str], features: &Features) -> Error {
 fn filter_available(features: &Features) -> bool {
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        features.pid_namespace && features.user_namespace && netns::available()
+        features.pid_namespace && features.user_namespace && probe::network_namespace()
     }
     #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
     {

@@ -175,39 +175,3 @@ unsafe fn send_fd(sock: RawFd, fd: libc::c_int) -> Result<(), i32> {
     check(syscall6(libc::SYS_sendmsg, sock as usize, &msg as *const libc::msghdr as usize, libc::MSG_NOSIGNAL as usize, 0, 0, 0)).map(drop)
 }
 
-/// Whether a network namespace with its loopback proxy listener can be made here (probed once
-/// per process with a throwaway confined spawn, as a call would make it).
-pub fn available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(probe)
-}
-
-fn probe() -> bool {
-    let session = proxy::Session::new(std::sync::Arc::new(proxy::Allowlist::default()));
-    let Ok(net) = Net::new(session.server()) else { return false };
-    let launch = super::launch::Launch::probe_network(net);
-    let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") else { return false };
-    use std::os::fd::AsFd as _;
-    let io = crate::process::LaunchIo {
-        program: std::path::Path::new("/"),
-        arg0: None,
-        args: &[],
-        cwd: std::path::Path::new("/"),
-        env: &[],
-        stdin: null.as_fd(),
-        stdout: null.as_fd(),
-        stderr: null.as_fd(),
-    };
-    use crate::process::Launcher as _;
-    let ok = match launch.launch(&io) {
-        Ok(pid) => {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child.
-            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-            r == pid && libc::WIFEXITED(status) && matches!(libc::WEXITSTATUS(status), super::pidns::PROBE_WITH_PROC | super::pidns::PROBE_WITHOUT_PROC)
-        }
-        Err(_) => false,
-    };
-    session.stop();
-    ok
-}

@@ -102,7 +102,7 @@ pub struct IArgs<'a> {
     pub plan: &'a NsPlan,
     pub ruleset: RawFd,
     /// `None`: a probe (G reports how far it got instead of exec'ing).
-    pub exec: Option<&'a super::launch::Exec>,
+    pub exec: Option<&'a super::exec::Exec>,
     /// The write end of the host's status pipe: I reports G's failure to start there.
     pub status: RawFd,
     pub main_stack: *mut libc::c_void,
@@ -122,7 +122,7 @@ pub struct IArgs<'a> {
 pub struct GArgs<'a> {
     pub plan: &'a NsPlan,
     pub ruleset: RawFd,
-    pub exec: Option<&'a super::launch::Exec>,
+    pub exec: Option<&'a super::exec::Exec>,
     pub core_limit: [u64; 2],
     pub limits: Option<&'a super::limits::ChildLimits>,
     /// Set by G when it fails before exec.

@@ -16,68 +16,8 @@
 //! no failing test, a missing or disagreeing summary, an unusable report file), with the
 //! reasons said in the report.
 
+pub use super::report::{Ending, Status, Verdict};
 use super::report::Summary;
-
-/// The verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Passed,
-    Failed,
-    Incomplete,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::Incomplete => "incomplete",
-        }
-    }
-}
-
-/// How the runner ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// It exited by itself with this code.
-    Exited(i32),
-    /// A signal ended it (not one sent by the tool: a test may have killed it).
-    Signaled(String),
-    /// The outer deadline: the tool killed everything after this many milliseconds.
-    Deadline(u64),
-    /// Neither a code nor a signal is known.
-    Unknown,
-}
-
-impl Ending {
-    /// From an exit code and a signal name as the process layer reports them.
-    pub fn from_status(code: Option<i32>, signal: Option<String>) -> Ending {
-        match (code, signal) {
-            (Some(c), _) => Ending::Exited(c),
-            (None, Some(s)) => Ending::Signaled(s),
-            (None, None) => Ending::Unknown,
-        }
-    }
-
-    /// For the report's first line.
-    pub fn describe(&self) -> String {
-        match self {
-            Ending::Exited(c) => format!("exit code {c}"),
-            Ending::Signaled(s) => format!("killed by {s}"),
-            Ending::Deadline(ms) => format!("stopped at the {ms} ms deadline"),
-            Ending::Unknown => "ended without an exit status".to_string(),
-        }
-    }
-}
-
-/// The verdict and why a run is not `passed` beyond its counted failures.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
-    pub status: Status,
-    pub ending: Ending,
-    pub reasons: Vec<String>,
-}
 
 /// Decides the verdict of a run that ended as `ending` with the parser's `summary`. The only
 /// place a verdict is made.
