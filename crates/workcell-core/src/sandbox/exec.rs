@@ -51,7 +51,25 @@ impl Exec {
     }
 }
 
-fn cstring(b: &[u8]) -> io::Result<CString> {
+pub(super) fn cstring(b: &[u8]) -> io::Result<CString> {
     CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "nul byte found in provided data"))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_arrays_are_null_terminated() {
+        let e = Exec::new(Path::new("/bin/x"), None, &["a".into(), "".into()], &[("K".into(), "v=w".into())]).unwrap();
+        assert_eq!(e.argv.len(), 4);
+        assert!(e.argv[3].is_null() && e.envp[1].is_null());
+        // SAFETY: pointers into e's strings.
+        unsafe {
+            assert_eq!(std::ffi::CStr::from_ptr(e.argv[0]).to_bytes(), b"/bin/x");
+            assert_eq!(std::ffi::CStr::from_ptr(e.argv[2]).to_bytes(), b"");
+            assert_eq!(std::ffi::CStr::from_ptr(e.envp[0]).to_bytes(), b"K=v=w");
+        }
+        assert!(Exec::new(Path::new("/bin/x"), None, &["a\0b".into()], &[]).is_err());
+    }
+}

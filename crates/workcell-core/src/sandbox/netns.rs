@@ -19,7 +19,6 @@
 
 use std::io;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
-use std::sync::OnceLock;
 
 use super::sys::{self, check, syscall6};
 use crate::proxy::{self, PROXY_PORT};
