@@ -9,7 +9,6 @@ use napi_derive::napi;
 use workcell_core::approval::{self, denial_hint, preview, Decision, Preview, Rule, Rules, SandboxState};
 use workcell_core::edit::{Edit, EditRequest};
 use workcell_core::fileops::{DeleteRequest, MkdirRequest, MoveRequest};
-use workcell_core::patch::PatchRequest;
 use workcell_core::write::{WriteRequest, MAX_WRITE_BYTES};
 
 use crate::convert::strict_string;
@@ -96,8 +95,7 @@ impl NativeWorkspace {
         cancel: Option<&CancelHandle>,
         guard: Option<&WriteGuard>,
     ) -> napi::Result<Object<'env>> {
-        let checked = (|| PatchRequest::new(&strict_string(patch)?, expected_of(expected_hashes)?, max(max_bytes)))()
-            .map(|r| r.with_guard(guard_of(guard)));
+        let checked = crate::patch::patch_request(patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
         run(env, self, cancel, checked, preview::preview_patch)
     }
 

@@ -19,7 +19,7 @@ pub struct PathHash {
     pub hash: String,
 }
 
-fn patch_request(patch: Utf16String, expected: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> workcell_core::Result<PatchRequest> {
+pub(crate) fn patch_request(patch: Utf16String, expected: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> workcell_core::Result<PatchRequest> {
     PatchRequest::new(&strict_string(patch)?, crate::approval::expected_of(expected)?, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
 }
 

@@ -72,13 +72,14 @@ pub struct NsSupport {
     pub proc_mount: bool,
 }
 
-/// Tries the namespace steps with a throwaway child (whose G exits instead of exec'ing).
+/// Launches a throwaway child with `launch` (its G exits with a probe code instead of
+/// exec'ing, its stdio on `/dev/null`) and returns that exit code, or `None` when it could not
+/// be launched or did not exit by itself.
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn probe_namespaces() -> NsSupport {
-    let none = NsSupport { pid: false, proc_mount: false };
-    let launch = super::launch::Launch::probe();
-    let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") else { return none };
+fn probe_exit(launch: super::launch::Launch) -> Option<i32> {
+    use crate::process::Launcher as _;
     use std::os::fd::AsFd as _;
+    let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").ok()?;
     let io = crate::process::LaunchIo {
         program: std::path::Path::new("/"),
         arg0: None,
@@ -89,25 +90,26 @@ fn probe_namespaces() -> NsSupport {
         stdout: null.as_fd(),
         stderr: null.as_fd(),
     };
-    use crate::process::Launcher as _;
-    let Ok(pid) = launch.launch(&io) else { return none };
+    let pid = launch.launch(&io).ok()?;
     let mut status = 0;
     // SAFETY: waitpid on our own child.
     let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-    if r != pid || !libc::WIFEXITED(status) {
-        return none;
-    }
-    match libc::WEXITSTATUS(status) {
-        super::pidns::PROBE_WITH_PROC => NsSupport { pid: true, proc_mount: true },
-        super::pidns::PROBE_WITHOUT_PROC => NsSupport { pid: true, proc_mount: false },
-        _ => none,
+    (r == pid && libc::WIFEXITED(status)).then(|| libc::WEXITSTATUS(status))
+}
+
+/// Tries the namespace steps with a throwaway child (whose G exits instead of exec'ing).
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn probe_namespaces() -> NsSupport {
+    match probe_exit(super::launch::Launch::probe()) {
+        Some(super::pidns::PROBE_WITH_PROC) => NsSupport { pid: true, proc_mount: true },
+        Some(super::pidns::PROBE_WITHOUT_PROC) => NsSupport { pid: true, proc_mount: false },
+        _ => NsSupport { pid: false, proc_mount: false },
     }
 }
 
-
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 /// Whether a network namespace with its loopback proxy listener can be made here (probed once
 /// per process with a throwaway confined spawn, as a call would make it).
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub fn network_namespace() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(probe_network_namespace)
@@ -117,29 +119,10 @@ pub fn network_namespace() -> bool {
 fn probe_network_namespace() -> bool {
     let session = crate::proxy::Session::new(std::sync::Arc::new(crate::proxy::Allowlist::default()));
     let Ok(net) = super::netns::Net::new(session.server()) else { return false };
-    let launch = super::launch::Launch::probe_network(net);
-    let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") else { return false };
-    use std::os::fd::AsFd as _;
-    let io = crate::process::LaunchIo {
-        program: std::path::Path::new("/"),
-        arg0: None,
-        args: &[],
-        cwd: std::path::Path::new("/"),
-        env: &[],
-        stdin: null.as_fd(),
-        stdout: null.as_fd(),
-        stderr: null.as_fd(),
-    };
-    use crate::process::Launcher as _;
-    let ok = match launch.launch(&io) {
-        Ok(pid) => {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child.
-            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-            r == pid && libc::WIFEXITED(status) && matches!(libc::WEXITSTATUS(status), super::pidns::PROBE_WITH_PROC | super::pidns::PROBE_WITHOUT_PROC)
-        }
-        Err(_) => false,
-    };
+    let ok = matches!(
+        probe_exit(super::launch::Launch::probe_network(net)),
+        Some(super::pidns::PROBE_WITH_PROC | super::pidns::PROBE_WITHOUT_PROC)
+    );
     session.stop();
     ok
 }
