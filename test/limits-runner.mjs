@@ -134,7 +134,8 @@ async function runNode(root, source, limits, extra = {}) {
 
 export async function runAll() {
   const root = mkdtempSync(join(tmpdir(), "workcell-limits-"));
-  const results = { uid: process.getuid(), hostOom: readFileSync("/proc/self/oom_score_adj", "utf8").trim(), defaults: lib.sandboxLimitDefaults(), attacks: {} };
+  const hostOom = () => readFileSync("/proc/self/oom_score_adj", "utf8").trim();
+  const results = { uid: process.getuid(), hostOomBefore: hostOom(), hostOom: null, defaults: lib.sandboxLimitDefaults(), attacks: {} };
   try {
     for (const [name, attack] of Object.entries(ATTACKS)) {
       results.attacks[name] = {
@@ -158,6 +159,8 @@ setInterval(() => {}, 1000);`;
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+  // After every attack: a score the host got while they ran shows here.
+  results.hostOom = hostOom();
   return results;
 }
 

@@ -174,12 +174,6 @@ impl Launcher for Launch {
             Stacks::give_back(stacks, None);
             return Err(io::Error::from_raw_os_error(errno));
         }
-        if self.oom && self.namespaces.is_none() {
-            // C is the program, exec'd (its memory is its own now: the score is not the
-            // host's too). It may have forked in the meantime; with a namespace, the init sets
-            // the score (see `pidns`).
-            let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000");
-        }
         if let (Some(_), Some(net)) = (&self.namespaces, &self.net) {
             // The namespace's listener is in the socket already (C sent it before starting the
             // init); without it the program must not run at all.
@@ -238,7 +232,11 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             fail(e);
         }
         let Some(plan) = a.namespaces else {
-            // No namespace: this process is the program.
+            // No namespace: this process is the program. It is this thread's vfork child: the
+            // score it sets is its own alone (before Landlock, which would refuse the write).
+            if a.oom {
+                sys::score_for_oom_killer();
+            }
             if let Some(limits) = a.limits {
                 if let Err(e) = limits.apply() {
                     fail(e);

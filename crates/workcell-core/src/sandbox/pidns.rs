@@ -108,7 +108,7 @@ pub struct IArgs<'a> {
     pub main_stack: *mut libc::c_void,
     /// The host's core dump limit, for the program.
     pub core_limit: [u64; 2],
-    /// Give the program (and everything in the namespace) `oom_score_adj` 1000.
+    /// Give the program (and so everything it starts) `oom_score_adj` 1000.
     pub oom: bool,
     /// The program's resource limits and cgroups.
     pub limits: Option<&'a super::limits::ChildLimits>,
@@ -125,12 +125,10 @@ pub struct GArgs<'a> {
     pub exec: Option<&'a super::exec::Exec>,
     pub core_limit: [u64; 2],
     pub limits: Option<&'a super::limits::ChildLimits>,
+    /// Give the program `oom_score_adj` 1000.
+    pub oom: bool,
     /// Set by G when it fails before exec.
     pub errno: i32,
-    /// G's pid as the `/proc` it sees names it (0: unknown), and whether that `/proc` is the
-    /// namespace's own.
-    pub proc_pid: libc::pid_t,
-    pub mounted: bool,
 }
 
 /// I: PID 1 of the namespace. Starts G, tells the host whether it runs, collects every child
@@ -141,16 +139,13 @@ pub extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let a = &mut *arg.cast::<IArgs>();
         let _ = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as usize);
-        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, core_limit: a.core_limit, limits: a.limits, errno: 0, proc_pid: 0, mounted: false };
+        let mut g = GArgs { plan: a.plan, ruleset: a.ruleset, exec: a.exec, core_limit: a.core_limit, limits: a.limits, oom: a.oom, errno: 0 };
         // Returns once G has exec'd or exited.
         let main = libc::clone(main_entry, a.main_stack, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, (&mut g as *mut GArgs).cast());
         let failed = if main < 0 { libc::EAGAIN } else { std::ptr::read_volatile(&g.errno) };
         if failed != 0 {
             let _ = sys::write(a.status, &failed.to_ne_bytes());
             sys::exit(127);
-        }
-        if a.oom {
-            score_for_oom_killer(std::ptr::read_volatile(&g.proc_pid), std::ptr::read_volatile(&g.mounted));
         }
         // The program runs. Its copies of the descriptors it got from C (the output pipes, the
         // status pipe) would keep the host waiting.
@@ -169,25 +164,6 @@ pub extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
-/// Gives the program `oom_score_adj` 1000 (the most likely victim of the OOM killer), from I,
-/// once G has exec'd: written by G itself while it still shared the host's memory, the kernel
-/// would have given the host the same score (it keeps the score equal across processes sharing
-/// one `mm`). The program may fork before this lands: with the namespace's own `/proc`, every
-/// process of the namespace but I is then set too (in pid order, so a child forked meanwhile
-/// by one not yet set comes later in the listing).
-unsafe fn score_for_oom_killer(pid: libc::pid_t, mounted: bool) {
-    if pid > 0 {
-        let _ = sys::write_proc_pid_file(pid, b"oom_score_adj", b"1000");
-    }
-    if mounted {
-        sys::each_number_in(c"/proc", |p, _| {
-            if p > 1 && p != pid {
-                let _ = sys::write_proc_pid_file(p, b"oom_score_adj", b"1000");
-            }
-        });
-    }
-}
-
 /// G: the private `/proc`, the nested user namespace, Landlock, exec. I is suspended
 /// (`CLONE_VFORK`) until this process execs or exits.
 pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
@@ -195,8 +171,6 @@ pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let args = &mut *arg.cast::<GArgs>();
         let mounted = args.plan.mount_proc && mount_private_proc(args.plan.invisible_is_enough);
-        args.mounted = mounted;
-        args.proc_pid = sys::proc_self_pid().unwrap_or(0);
         // A user namespace nested in C's: no capability over I (or the host).
         if let Err(e) = sys::unshare(libc::CLONE_NEWUSER).and_then(|()| args.plan.write_maps()) {
             args.errno = e;
@@ -211,6 +185,10 @@ pub extern "C" fn main_entry(arg: *mut libc::c_void) -> libc::c_int {
         if let Err(e) = sys::setpgid_self() {
             args.errno = e;
             sys::exit(127);
+        }
+        // Still I's vfork child: the score is this process's alone (see the function).
+        if args.oom {
+            sys::score_for_oom_killer();
         }
         // Into the call's cgroups and under its limits: only this process and what it starts
         // (never I or C, which share the host's memory).

@@ -211,7 +211,7 @@ unsafe fn each_open_fd(first: libc::c_int, mut f: impl FnMut(libc::c_int)) -> bo
 
 /// Calls `f(n, dir)` for every entry of directory `path` whose name is a decimal number `n`
 /// (`dir`: the descriptor used to list it); false when it cannot be listed.
-pub unsafe fn each_number_in(path: &CStr, mut f: impl FnMut(libc::c_int, libc::c_int)) -> bool {
+unsafe fn each_number_in(path: &CStr, mut f: impl FnMut(libc::c_int, libc::c_int)) -> bool {
     let Ok(dir) = open(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) else { return false };
     // `struct linux_dirent64` records: u64 inode, i64 offset, u16 length, u8 type, name.
     let mut buf = [0u64; 256];
@@ -254,50 +254,15 @@ pub unsafe fn each_number_in(path: &CStr, mut f: impl FnMut(libc::c_int, libc::c
     true
 }
 
-/// The pid of this process as the mounted `/proc` names it (`/proc/self`).
-pub unsafe fn proc_self_pid() -> Option<libc::pid_t> {
-    let mut buf = [0u8; 16];
-    let n = check(syscall6(libc::SYS_readlinkat, libc::AT_FDCWD as isize as usize, c"/proc/self".as_ptr() as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0)).ok()?;
-    let mut pid: libc::pid_t = 0;
-    for &c in buf.get(..n)? {
-        if !c.is_ascii_digit() || pid > 100_000_000 {
-            return None;
-        }
-        pid = pid * 10 + (c - b'0') as libc::pid_t;
-    }
-    (n > 0).then_some(pid)
-}
-
-/// Writes `value` to `/proc/<pid>/<name>` (one write); no allocation.
-pub unsafe fn write_proc_pid_file(pid: libc::pid_t, name: &[u8], value: &[u8]) -> Result<(), i32> {
-    let mut path = [0u8; 64];
-    let mut len = 0;
-    let mut push = |b: &[u8]| -> Result<(), i32> {
-        if len + b.len() >= path.len() {
-            return Err(libc::ENAMETOOLONG);
-        }
-        path[len..len + b.len()].copy_from_slice(b);
-        len += b.len();
-        Ok(())
-    };
-    push(b"/proc/")?;
-    let mut digits = [0u8; 12];
-    let mut i = digits.len();
-    let mut v = pid.max(0) as u32;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    push(&digits[i..])?;
-    push(b"/")?;
-    push(name)?;
-    // The NUL is already there (the buffer is zeroed and `push` keeps one byte free).
-    let path = CStr::from_bytes_until_nul(&path).map_err(|_| libc::EINVAL)?;
-    write_file(path, value)
+/// Gives the calling process `oom_score_adj` 1000: the OOM killer's first choice, a score
+/// everything it starts inherits and which an exec keeps. Called by a process started with
+/// `CLONE_VM | CLONE_VFORK` before it execs: the kernel keeps the score of processes that share
+/// one memory equal, but leaves a vfork child (whose parent waits) out of that, so the host's
+/// score stays its own. Written from outside after the exec it would not be safe: the parent
+/// wakes just before the exec swaps in the program's memory, and a write in between reaches
+/// every process still sharing the host's memory, the host included.
+pub unsafe fn score_for_oom_killer() {
+    let _ = write_file(c"/proc/self/oom_score_adj", b"1000");
 }
 
 pub unsafe fn prctl(option: libc::c_int, arg: usize) -> Result<(), i32> {
