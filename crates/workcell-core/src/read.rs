@@ -74,7 +74,7 @@ pub fn open_regular(ws: &Workspace, path: &RelPath) -> Result<(cap_std::fs::File
 /// Reads at most `limit + 1` bytes of `file`, checking cancellation between chunks.
 pub(crate) fn read_bounded(file: &mut cap_std::fs::File, limit: usize, size_hint: u64, cancel: &Cancel) -> std::io::Result<Vec<u8>> {
     let buf = Vec::with_capacity((size_hint as usize).min(limit + 1).max(64) + 1);
-    read_more(file, buf, limit, cancel).map(|(buf, _)| buf)
+    read_more(file, buf, limit, size_hint, cancel).map(|(buf, _)| buf)
 }
 
 /// Growth of a read buffer per step beyond what was reserved for the file's size.
@@ -82,9 +82,10 @@ const READ_CHUNK: usize = 64 << 10;
 
 /// Appends to `buf` from `file` until `buf` holds `limit + 1` bytes or the file ends, checking
 /// cancellation between reads (a cancelled read returns what it has). Each read asks for all
-/// the room left up to `limit + 1`, so a file that fits in `buf`'s capacity costs two reads
-/// (its bytes, then the end). Returns whether the end of the file was seen.
-fn read_more(file: &mut cap_std::fs::File, mut buf: Vec<u8>, limit: usize, cancel: &Cancel) -> std::io::Result<(Vec<u8>, bool)> {
+/// the room left up to `limit + 1`, so a file that fits in `buf`'s capacity costs one read
+/// (fewer bytes than asked, and all of `size`, the size it had when opened: the end). Returns
+/// whether the end of the file was seen.
+fn read_more(file: &mut cap_std::fs::File, mut buf: Vec<u8>, limit: usize, size: u64, cancel: &Cancel) -> std::io::Result<(Vec<u8>, bool)> {
     let want = limit + 1;
     loop {
         if cancel.is_cancelled() || buf.len() >= want {
@@ -99,6 +100,13 @@ fn read_more(file: &mut cap_std::fs::File, mut buf: Vec<u8>, limit: usize, cance
         match file.read(&mut buf[start..end]) {
             Ok(0) => {
                 buf.truncate(start);
+                return Ok((buf, true));
+            }
+            // Fewer bytes than asked, and at least the size the file had when opened: its end
+            // (a read of a regular file is short only there), which saves the read that would
+            // return 0. A file of pseudo-file systems (size 0, or one that says a page) reads on.
+            Ok(n) if n < end - start && size > 0 && (start + n) as u64 >= size => {
+                buf.truncate(start + n);
                 return Ok((buf, true));
             }
             Ok(n) => buf.truncate(start + n),
@@ -167,7 +175,7 @@ pub fn read_file_or_image(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Re
     // The first bytes decide what it is; the first read asks for the whole file as its size
     // says (within the text limit), so a small file is read in one read and its end in a second.
     let first = (size as usize).clamp(SNIFF_BYTES - 1, MAX_READ_BYTES);
-    let (head, ended) = read_more(&mut file, Vec::with_capacity(first + 1), first, cancel).map_err(io)?;
+    let (head, ended) = read_more(&mut file, Vec::with_capacity(first + 1), first, size, cancel).map_err(io)?;
     let mime = image_type(&head);
     let limit = if mime.is_some() { MAX_IMAGE_BYTES } else { MAX_READ_BYTES };
     let bytes = if ended {
@@ -176,7 +184,7 @@ pub fn read_file_or_image(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Re
         // The rest, up to the limit of what the first bytes say it is.
         let mut buf = head;
         buf.reserve((size as usize).min(limit + 1).saturating_sub(buf.len()));
-        read_more(&mut file, buf, limit, cancel).map_err(io)?.0
+        read_more(&mut file, buf, limit, size, cancel).map_err(io)?.0
     };
     cancel.check()?;
     // The handle must still be what the name designates (no swap during the call).

@@ -96,7 +96,24 @@ impl Workspace {
     }
 
     /// Re-resolves the original root string and compares canonical path and identity.
+    ///
+    /// The common case costs one `stat` (two for a root given through a symlink): the
+    /// canonical path still names a directory of the recorded identity, and so does the
+    /// original string. A rename, a replacement or a symlink moved to another directory changes
+    /// what one of them names; only then is the original string resolved again, for the
+    /// message. (A directory has one name per mount: two paths of one identity name the same
+    /// directory, so nothing the slow path would see is missed.)
     pub fn check(&self) -> Result<()> {
+        let same = |p: &Path| fs::metadata(p).is_ok_and(|m| m.is_dir() && Identity::of_std(&m) == self.identity);
+        if same(&self.canonical) && (self.original == self.canonical || same(&self.original)) {
+            return Ok(());
+        }
+        self.check_resolved()
+    }
+
+    /// The full check: the original string canonicalized again, compared with the recorded
+    /// path and identity.
+    fn check_resolved(&self) -> Result<()> {
         let now = fs::canonicalize(&self.original).map_err(|e| {
             Error::root_changed(format!(
                 "the workspace root {} can no longer be resolved: {e}",
@@ -170,6 +187,28 @@ mod tests {
         let ws = Workspace::open(&root).unwrap();
         fs::rename(&root, tmp.path().join("away")).unwrap();
         fs::create_dir(&root).unwrap();
+        assert_eq!(ws.check().unwrap_err().code, crate::error::Code::WorkspaceRootChanged);
+    }
+
+    #[test]
+    fn the_same_directory_under_a_new_name_is_detected() {
+        // The root's directory is renamed and the symlink the host named follows it: the same
+        // directory, but the canonical path (the processes' working directory, Landlock's rule)
+        // now names nothing, or whatever is made there next.
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink("real", &link).unwrap();
+        let ws = Workspace::open(&link).unwrap();
+        ws.check().unwrap();
+        fs::rename(&real, tmp.path().join("real2")).unwrap();
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink("real2", &link).unwrap();
+        let err = ws.check().unwrap_err();
+        assert_eq!(err.code, crate::error::Code::WorkspaceRootChanged);
+        assert!(err.message.contains("now resolves to"), "{}", err.message);
+        fs::create_dir(&real).unwrap();
         assert_eq!(ws.check().unwrap_err().code, crate::error::Code::WorkspaceRootChanged);
     }
 
