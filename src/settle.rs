@@ -7,6 +7,8 @@
 //! 64 wake-ups and 64 handle closes per round on the loop's thread. Here a finished call pushes
 //! its settlement on a queue and wakes the loop only when the queue was empty; the loop's
 //! callback settles everything queued (the awaiting callers then run in one microtask pass).
+//! While more quick jobs wait in the finishing worker's lane, that wake-up is left to the
+//! worker's next settlement or to the moment its lane runs dry (see [`push`]).
 //!
 //! The threadsafe function is unreferenced while no call is pending, so an idle addon never keeps
 //! the process alive, and referenced while any is, as napi's deferred is. At the environment's
@@ -24,10 +26,20 @@ use napi::{check_status, sys, Env, JsError};
 
 type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
 
+/// What waits for the loop's callback.
+#[derive(Default)]
+struct Waiting {
+    jobs: Vec<Settle>,
+    /// The loop has been woken for these (its callback has not taken them yet).
+    woken: bool,
+    /// When the oldest of them was queued without a wake-up.
+    since: Option<std::time::Instant>,
+}
+
 struct Queue {
     /// The settlements waiting for the loop. Held only to push or to take them all, never
     /// across a system call, so the loop's thread does not wait on a finishing call.
-    jobs: Mutex<Vec<Settle>>,
+    jobs: Mutex<Waiting>,
     /// The function that wakes the loop (null once the environment is torn down); read-locked
     /// while it is called, so the teardown cannot forget it in between.
     tsfn: RwLock<usize>,
@@ -52,7 +64,7 @@ unsafe extern "C" fn drain(env: sys::napi_env, _js_cb: sys::napi_value, context:
     // `context` is the queue, kept alive by the thread-local `Local` (never dropped before the
     // environment's teardown, after which this is not called).
     let queue = unsafe { &*(context as *const Queue) };
-    let jobs = std::mem::take(&mut *queue.jobs.lock().unwrap_or_else(|e| e.into_inner()));
+    let jobs = std::mem::take(&mut *queue.jobs.lock().unwrap_or_else(|e| e.into_inner())).jobs;
     let done = jobs.len();
     for job in jobs {
         let mut scope = ptr::null_mut();
@@ -78,7 +90,7 @@ unsafe extern "C" fn teardown(data: *mut c_void) {
     // registration, and the function registered its own first).
     let queue = unsafe { &*(data as *const Queue) };
     *queue.tsfn.write().unwrap_or_else(|e| e.into_inner()) = 0;
-    queue.jobs.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    queue.jobs.lock().unwrap_or_else(|e| e.into_inner()).jobs.clear();
     LOCAL.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
             *l = None;
@@ -94,7 +106,8 @@ fn local_queue(env: sys::napi_env) -> napi::Result<(Arc<Queue>, sys::napi_thread
                 return Ok((local.queue.clone(), local.tsfn));
             }
         }
-        let queue = Arc::new(Queue { jobs: Mutex::new(Vec::new()), tsfn: RwLock::new(0) });
+        let queue = Arc::new(Queue { jobs: Mutex::new(Waiting::default()), tsfn: RwLock::new(0) });
+        workcell_core::pool::set_idle_hook(wake_owed);
         // The function's context holds one reference for good (one small queue per JavaScript
         // thread that ever used the addon), so `drain` and `teardown` never see a freed queue.
         let context = Arc::into_raw(queue.clone()) as *mut c_void;
@@ -160,24 +173,80 @@ pub fn deferred<'env, T: ToNapiValue + 'static>(env: &'env Env) -> napi::Result<
     Ok((Pending { queue, deferred: Some(deferred as usize), _value: PhantomData }, Object::from_raw(raw, promise)))
 }
 
-fn push(queue: &Queue, job: Settle) {
+/// Most settlements one wake-up leaves waiting for a later one.
+const BATCH: usize = 16;
+
+/// Longest a settlement is left waiting for a later wake-up: a few quick jobs' worth, so that a
+/// batch stays small (and the loop's turn that settles it short) and only lanes whose jobs
+/// take microseconds, where a wake-up per call costs most, batch at all.
+const HOLD: std::time::Duration = std::time::Duration::from_micros(50);
+
+thread_local! {
+    /// On a worker thread: the queues it left without a wake-up (see [`push`]).
+    static OWED: RefCell<Vec<Arc<Queue>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Queues a settlement. The first one after a drain wakes the loop (that drain takes the later
+/// ones), unless a worker thread pushes it while more quick jobs wait in its lane
+/// (`pool::more_work_soon`): then the wake-up is left to the worker's next settlement or to the
+/// moment it runs out of jobs (the pool's idle hook, [`wake_owed`]), at most [`BATCH`] deep
+/// and [`HOLD`] long.
+/// Under load the loop then wakes once for several calls instead of once a call, each wake-up
+/// costing the worker a system call and the loop a turn; a single call, or the last of a
+/// burst, wakes it at once. A settlement so left waits for at most 50 µs and one more job of
+/// its lane, one that started quick (a job that has run 200 µs no longer counts as one).
+fn push(queue: &Arc<Queue>, job: Settle) {
+    let later = workcell_core::pool::more_work_soon();
     let wake = {
-        let mut jobs = queue.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        let wake = jobs.is_empty();
-        jobs.push(job);
-        wake
+        let mut waiting = queue.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.jobs.push(job);
+        if waiting.woken {
+            Some(false)
+        } else if later && waiting.jobs.len() < BATCH && waiting.since.get_or_insert_with(std::time::Instant::now).elapsed() < HOLD {
+            None
+        } else {
+            waiting.woken = true;
+            Some(true)
+        }
     };
-    // Only the first settlement after a drain wakes the loop: that drain takes the later ones.
-    if wake {
-        let tsfn = queue.tsfn.read().unwrap_or_else(|e| e.into_inner());
-        if *tsfn != 0 {
-            unsafe {
-                sys::napi_call_threadsafe_function(
-                    *tsfn as sys::napi_threadsafe_function,
-                    ptr::null_mut(),
-                    sys::ThreadsafeFunctionCallMode::nonblocking,
-                );
+    match wake {
+        None => OWED.with(|o| {
+            let mut o = o.borrow_mut();
+            if !o.iter().any(|q| Arc::ptr_eq(q, queue)) {
+                o.push(queue.clone());
             }
+        }),
+        Some(now) => {
+            if now {
+                call(queue);
+            }
+            // Whatever this thread left for later goes with it.
+            wake_owed();
+        }
+    }
+}
+
+/// Wakes the loop for every queue this thread left waiting.
+fn wake_owed() {
+    let owed = OWED.with(|o| std::mem::take(&mut *o.borrow_mut()));
+    for queue in owed {
+        let wake = {
+            let mut waiting = queue.jobs.lock().unwrap_or_else(|e| e.into_inner());
+            let wake = !waiting.woken && !waiting.jobs.is_empty();
+            waiting.woken |= wake;
+            wake
+        };
+        if wake {
+            call(&queue);
+        }
+    }
+}
+
+fn call(queue: &Queue) {
+    let tsfn = queue.tsfn.read().unwrap_or_else(|e| e.into_inner());
+    if *tsfn != 0 {
+        unsafe {
+            sys::napi_call_threadsafe_function(*tsfn as sys::napi_threadsafe_function, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking);
         }
     }
 }

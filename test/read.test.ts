@@ -154,3 +154,23 @@ describe("root replacement", () => {
     expect((await readErr(tool, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");
   });
 });
+
+describe("many calls at once", () => {
+  // Under load a finishing read may leave waking the event loop to the next one of its lane
+  // (one wake-up for several calls): every call still settles, with its own file, and so does
+  // a lone call after the burst, and calls from bursts that end at different times.
+  test("a burst of 300 reads, bursts ending apart, and a lone read after them all settle with their own content", async () => {
+    const { root } = await tempWorkspace();
+    for (let i = 0; i < 300; i++) await writeFile(join(root, `f${i}.txt`), `file ${i}\n`.repeat(1 + (i % 50)));
+    const tool = createReadTool(root);
+    const read = async (i: number) => ((await tool.execute({ path: `f${i}.txt` }, ctx())) as ReadOutput).content;
+    const all = await Promise.all(Array.from({ length: 300 }, (_, i) => read(i)));
+    all.forEach((c, i) => expect(c).toBe(`file ${i}\n`.repeat(1 + (i % 50))));
+    for (let round = 0; round < 20; round++) {
+      const n = 1 + ((round * 7) % 13);
+      const got = await Promise.all(Array.from({ length: n }, (_, i) => read((round * 13 + i) % 300)));
+      got.forEach((c, i) => expect(c).toBe(`file ${(round * 13 + i) % 300}\n`.repeat(1 + (((round * 13 + i) % 300) % 50))));
+    }
+    expect(await read(7)).toBe("file 7\n".repeat(8));
+  });
+});
