@@ -193,8 +193,9 @@ thread_local! {
 /// and [`HOLD`] long.
 /// Under load the loop then wakes once for several calls instead of once a call, each wake-up
 /// costing the worker a system call and the loop a turn; a single call, or the last of a
-/// burst, wakes it at once. A settlement so left waits for at most 50 µs and one more job of
-/// its lane, one that started quick (a job that has run 200 µs no longer counts as one).
+/// burst, wakes it at once. A settlement so left waits for the worker's next job (expected to
+/// be quick as the one that left it was: a job that has run 200 µs leaves nothing), and is not
+/// left again once it has waited 50 µs.
 fn push(queue: &Arc<Queue>, job: Settle) {
     let later = workcell_core::pool::more_work_soon();
     let wake = {
