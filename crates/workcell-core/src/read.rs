@@ -173,7 +173,7 @@ pub fn read_file_or_image(ws: &Workspace, path: &RelPath, cancel: &Cancel) -> Re
     let (mut file, identity, size) = open_regular(ws, path)?;
     let io = |e: std::io::Error| Error::from_io(&e, path.as_str());
     // The first bytes decide what it is; the first read asks for the whole file as its size
-    // says (within the text limit), so a small file is read in one read and its end in a second.
+    // says (within the text limit), so a small file is read in one read (see `read_more`).
     let first = (size as usize).clamp(SNIFF_BYTES - 1, MAX_READ_BYTES);
     let (head, ended) = read_more(&mut file, Vec::with_capacity(first + 1), first, size, cancel).map_err(io)?;
     let mime = image_type(&head);

@@ -21,7 +21,8 @@
 //!   process outside it.
 //! - G ([`main_entry`]) mounts a `/proc` for the namespace with `hidepid=ptraceable` (mount events
 //!   flow from the host to the namespace, never back), enters a user namespace nested in C's
-//!   (same ids), leads a process group of its own, applies Landlock and execs the program. Being PID 2, not 1, it gets signals as
+//!   (same ids), leads a process group of its own, gives itself `oom_score_adj` 1000 (still I's
+//!   vfork child, so the host's score is untouched), applies Landlock and execs the program. Being PID 2, not 1, it gets signals as
 //!   any process does (`process.kill(process.pid, "SIGTERM")` kills it).
 //!
 //! C, I and G share the host's memory (`clone(CLONE_VM)`: copying a large host costs
