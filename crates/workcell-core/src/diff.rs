@@ -42,15 +42,24 @@ pub struct Budget {
     left: u64,
     /// Work spent (tests check the bound).
     pub spent: u64,
+    /// A diff a person approves: past the budget a changed region is shown whole (every old
+    /// line removed, every new line added) instead of omitted, so every changed line is in it.
+    complete: bool,
 }
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget { left: WORK_BUDGET, spent: 0 }
+        Budget { left: WORK_BUDGET, spent: 0, complete: false }
     }
 }
 
 impl Budget {
+    /// The budget of a diff that must show every changed line (an approval's): the same work
+    /// bound, and a region that would cost more is shown removed and added whole (linear).
+    pub fn complete() -> Self {
+        Budget { complete: true, ..Budget::default() }
+    }
+
     fn take(&mut self, cost: u64) -> bool {
         if cost > self.left {
             return false;
@@ -89,6 +98,15 @@ pub fn unified(shown: &str, old: &str, new: &str, cancel: &Cancel) -> Result<Str
     let mut out = String::new();
     file_diff(&mut out, &format!("a/{shown}"), &format!("b/{shown}"), old, new, &mut budget, cancel)?;
     Ok(bound(out))
+}
+
+/// The unified diff of two LF texts with every changed line in it: never cut, never omitted
+/// (what an approval shows; its size is bounded by the texts').
+pub fn unified_complete(shown: &str, old: &str, new: &str, cancel: &Cancel) -> Result<String> {
+    let mut budget = Budget::complete();
+    let mut out = String::new();
+    file_diff(&mut out, &format!("a/{shown}"), &format!("b/{shown}"), old, new, &mut budget, cancel)?;
+    Ok(out)
 }
 
 /// Appends the diff of one file to `out`: headers `--- {old_label}` / `+++ {new_label}` and
@@ -181,7 +199,20 @@ pub(crate) fn line_ops(a: &[&str], b: &[&str], budget: &mut Budget, cancel: &Can
         })
         .sum();
     if !budget.take(cost) {
-        return Ok(None);
+        if !budget.complete {
+            return Ok(None);
+        }
+        // The region between the common start and end, removed and added whole.
+        if !ra.is_empty() {
+            ops.push(DiffOp::Delete { old_index: ra.start, old_len: ra.len(), new_index: rb.start });
+        }
+        if !rb.is_empty() {
+            ops.push(DiffOp::Insert { old_index: ra.end, new_index: rb.start, new_len: rb.len() });
+        }
+        if suffix > 0 {
+            ops.push(DiffOp::Equal { old_index: n - suffix, new_index: m - suffix, len: suffix });
+        }
+        return Ok(Some(ops));
     }
     for (k, (ga, gb)) in gaps.into_iter().enumerate() {
         cancel.check()?;
@@ -323,6 +354,22 @@ mod tests {
         file_diff(&mut out, "a/f", "b/f", &old, &new, &mut budget, &Cancel::new()).unwrap();
         assert!(out.contains("diff omitted: the change spans 32768 old and 32768 new lines"), "{out}");
         assert_eq!(budget.spent, 0, "an omitted diff does no Myers work");
+    }
+
+    #[test]
+    fn a_complete_diff_of_every_line_replaced_shows_every_line_within_the_work_bound() {
+        let old: String = (0..32_768).map(|i| if i % 2 == 0 { "a\n" } else { "b\n" }).collect();
+        let new = old.replace('a', "c").replace('b', "d");
+        let mut budget = Budget::complete();
+        let mut out = String::new();
+        file_diff(&mut out, "a/f", "b/f", &old, &new, &mut budget, &Cancel::new()).unwrap();
+        assert_eq!(budget.spent, 0, "no Myers work past the budget");
+        assert!(!out.contains(OMITTED));
+        assert_eq!(out.lines().filter(|l| l.starts_with('-') && !l.starts_with("---")).count(), 32_768);
+        assert_eq!(out.lines().filter(|l| *l == "+c" || *l == "+d").count(), 32_768);
+        // The complete diff applies: its + and context lines are the new text.
+        let rebuilt: String = out.lines().skip(3).filter(|l| !l.starts_with('-')).map(|l| format!("{}\n", &l[1..])).collect();
+        assert_eq!(rebuilt, new);
     }
 
     #[test]

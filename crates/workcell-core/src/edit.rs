@@ -137,7 +137,7 @@ impl Job for EditRequest {
         self.guard.as_deref()
     }
     fn run(self, ws: &Workspace, target: &Resolved, cancel: &Cancel) -> Result<EditOutput> {
-        let (_hash, applied) = self.compute(target, cancel)?;
+        let (_hash, applied) = self.compute(target, false, cancel)?;
         let out = install(ws, &self.path, target, applied.content.as_bytes(), cancel)?;
         Ok(EditOutput { path: out.path, edits: self.edits.len(), bytes: out.bytes, diff: applied.diff })
     }
@@ -147,8 +147,9 @@ impl EditRequest {
     /// Reads the target (a regular UTF-8 file within the limit), compares `expectedHash`,
     /// applies the edits and diffs: everything but the install. Returns the hash of the bytes
     /// read (the approval hash of what the edit replaces) with the result. Run under the
-    /// target's lock by the edit, and without it by a preview.
-    pub(crate) fn compute(&self, target: &Resolved, cancel: &Cancel) -> Result<(String, Applied)> {
+    /// target's lock by the edit, and without it by a preview (`complete`: the diff shows
+    /// every changed line, never cut, as an approval must).
+    pub(crate) fn compute(&self, target: &Resolved, complete: bool, cancel: &Cancel) -> Result<(String, Applied)> {
         let shown = self.path.as_str();
         cancel.check()?;
         let file = match open_at(&target.dir, &target.name, shown)? {
@@ -175,7 +176,7 @@ impl EditRequest {
         }
         let text = crate::read::decode_text(shown, bytes, "edit_file edits text files only")?;
         cancel.check()?;
-        let applied = apply_cancellable(shown, &text, &self.edits, cancel)?;
+        let applied = apply_cancellable(shown, &text, &self.edits, complete, cancel)?;
         if applied.content.len() > self.max_bytes {
             return Err(Error::invalid(
                 Reason::ContentTooLarge,
@@ -281,11 +282,12 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 #[cfg(test)]
 pub(crate) fn apply(shown: &str, original: &str, edits: &[Edit]) -> Result<Applied> {
-    apply_cancellable(shown, original, edits, &Cancel::new())
+    apply_cancellable(shown, original, edits, false, &Cancel::new())
 }
 
-/// Locates and applies every edit, then diffs (bounded, cancellable).
-pub(crate) fn apply_cancellable(shown: &str, original: &str, edits: &[Edit], cancel: &Cancel) -> Result<Applied> {
+/// Locates and applies every edit, then diffs (bounded, or `complete` for an approval;
+/// cancellable).
+pub(crate) fn apply_cancellable(shown: &str, original: &str, edits: &[Edit], complete: bool, cancel: &Cancel) -> Result<Applied> {
     let (bom, body) = match original.strip_prefix('\u{feff}') {
         Some(rest) => ("\u{feff}", rest),
         None => ("", original),
@@ -345,7 +347,11 @@ pub(crate) fn apply_cancellable(shown: &str, original: &str, edits: &[Edit], can
     }
     content.push_str(&body[at_orig..]);
     new_norm.push_str(&norm[at_norm..]);
-    let diff = crate::diff::unified(shown, &norm, &new_norm, cancel)?;
+    let diff = if complete {
+        crate::diff::unified_complete(shown, &norm, &new_norm, cancel)?
+    } else {
+        crate::diff::unified(shown, &norm, &new_norm, cancel)?
+    };
     Ok(Applied { content, diff })
 }
 

@@ -9,6 +9,12 @@
 //! [`crate::write::name_state`]'s for a name acted on itself (a move's or a delete's: a symlink
 //! is described by its text). No lock is held: the approval that follows may take as long as a
 //! person needs without blocking any other call.
+//!
+//! What a person approves is every byte of the change: the diffs here are never cut and never
+//! omitted (a region too costly to diff line by line is shown removed and added whole), and
+//! each file's part is given on its own (`diffs`), so a view that can show only part of a
+//! change can still name every file and say what it leaves out. Their size is bounded by the
+//! call's own limits (a patch's 256 KiB, a written file's `maxBytes`).
 
 use std::io::{Read as _, Seek as _};
 use std::sync::Arc;
@@ -29,18 +35,59 @@ use crate::root::Workspace;
 use crate::write::{self, hash_mismatch, open_at, resolve_existing, AtTarget, Resolved, WriteRequest};
 
 /// What a person is shown before a writing call runs. Serializes as `{ summary, diff?,
-/// files: [{ path, hash }] }`.
+/// diffs?: [{ path, diff, added, removed }], files: [{ path, hash }] }`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Preview {
     /// One line: `edit_file src/a.ts: +3 -1`.
     pub summary: String,
-    /// The unified diff (bounded like the tools' own diffs); `None` where there is no content
-    /// change to show (move_file, make_directory).
+    /// The unified diff of the whole change, every changed line of every file (never cut);
+    /// `None` where there is no content change to show (move_file, make_directory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// Each file's part of `diff`, in call order (`diff` is their concatenation).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diffs: Vec<FileDiff>,
     /// `(path, approval string)` of every path the call touches, in call order.
     #[serde(serialize_with = "path_hashes")]
     pub files: Vec<(String, String)>,
+}
+
+/// One file's part of a preview's diff.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FileDiff {
+    /// The path the call names (a move's source; its destination is in the diff's `+++` line).
+    pub path: String,
+    /// The file's whole unified diff: its `---`/`+++` header lines, then every hunk.
+    pub diff: String,
+    /// Lines added and removed.
+    pub added: usize,
+    pub removed: usize,
+}
+
+impl FileDiff {
+    fn new(path: &str, diff: String) -> FileDiff {
+        let (mut added, mut removed) = (0usize, 0usize);
+        // The two header lines and any note before the first hunk are not changed lines
+        // (counting by prefix would take a removed line "-- x", shown "--- x", for a header).
+        let mut in_hunk = false;
+        for line in diff.lines() {
+            if line.starts_with("@@") {
+                in_hunk = true;
+            } else if in_hunk && line.starts_with('+') {
+                added += 1;
+            } else if in_hunk && line.starts_with('-') {
+                removed += 1;
+            }
+        }
+        FileDiff { path: path.to_string(), diff, added, removed }
+    }
+}
+
+/// The whole diff and the summary's counts of a preview's per-file diffs.
+fn joined(diffs: &[FileDiff]) -> (String, String) {
+    let text: String = diffs.iter().map(|d| d.diff.as_str()).collect();
+    let (a, r) = diffs.iter().fold((0, 0), |(a, r), d| (a + d.added, r + d.removed));
+    (text, format!("+{a} -{r}"))
 }
 
 fn path_hashes<S: serde::Serializer>(files: &[(String, String)], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -64,28 +111,6 @@ fn before(ws: &Workspace, guard: Option<&Guard>, paths: &[&RelPath], cancel: &Ca
         }
     }
     Ok(())
-}
-
-/// `+a -r` counted over a diff's lines; `cut` when the diff was cut or omitted (then the
-/// counts are a lower bound, and the summary says so).
-fn counts(diff: &str) -> String {
-    let (mut add, mut del) = (0usize, 0usize);
-    for line in diff.lines() {
-        if line.starts_with("+++ ") || line.starts_with("--- ") {
-            continue;
-        }
-        if line.starts_with('+') {
-            add += 1;
-        } else if line.starts_with('-') {
-            del += 1;
-        }
-    }
-    let cut = diff.contains(diff::OMITTED) || diff.contains("... diff cut at ");
-    if cut {
-        format!("+{add} -{del} or more (diff cut)")
-    } else {
-        format!("+{add} -{del}")
-    }
 }
 
 fn bounded(mut s: String) -> String {
@@ -146,28 +171,38 @@ pub fn preview_write(ws: &Workspace, req: &WriteRequest, cancel: &Cancel) -> Res
     before(ws, req.guard.as_deref(), &[&req.path], cancel)?;
     let (hash, old, _) = current(ws, &req.path, req.content.len().max(write::MAX_WRITE_BYTES), cancel)?;
     expect(shown, req.expected_hash.as_deref(), &hash)?;
-    let mut budget = diff::Budget::default();
+    let mut budget = diff::Budget::complete();
     let mut text = String::new();
     let new = for_diff(&req.content);
     let what = match &old {
         Old::Absent => {
             diff::file_diff(&mut text, "/dev/null", &format!("b/{shown}"), "", &new, &mut budget, cancel)?;
-            "new file".to_string()
+            None
         }
         Old::Text(t) => {
             diff::file_diff(&mut text, &format!("a/{shown}"), &format!("b/{shown}"), &for_diff(t), &new, &mut budget, cancel)?;
-            counts(&text)
+            None
         }
         Old::Unshown(why) => {
-            text.push_str(&format!("--- a/{shown}\n+++ b/{shown}\n... {}: {why}; the file is replaced whole\n", diff::OMITTED));
-            format!("replaces the whole file ({why})")
+            // The old content is not shown, but all of it goes: the new content is shown whole.
+            let mut added = String::new();
+            diff::file_diff(&mut added, "/dev/null", &format!("b/{shown}"), "", &new, &mut budget, cancel)?;
+            let hunks = added.split_once("\n+++ ").and_then(|(_, rest)| rest.split_once('\n')).map_or("", |(_, h)| h);
+            text.push_str(&format!("--- a/{shown}\n+++ b/{shown}\n... {why}: it is not shown and is replaced whole by the lines below\n{hunks}"));
+            Some(format!("replaces the whole file ({why})"))
         }
     };
-    let text = diff::bound(text);
-    let what = if matches!(old, Old::Absent) { format!("new file, {}", counts(&text)) } else { what };
+    let file = FileDiff::new(shown, text);
+    let (text, counted) = joined(std::slice::from_ref(&file));
+    let what = match (&old, what) {
+        (_, Some(w)) => format!("{w}, {counted}"),
+        (Old::Absent, None) => format!("new file, {counted}"),
+        (_, None) => counted,
+    };
     Ok(Preview {
         summary: bounded(format!("write_file {shown}: {what}")),
         diff: Some(text),
+        diffs: vec![file],
         files: vec![(shown.to_string(), hash)],
     })
 }
@@ -179,10 +214,13 @@ pub fn preview_edit(ws: &Workspace, req: &EditRequest, cancel: &Cancel) -> Resul
     let Some(target) = resolve_existing(ws, &req.path, cancel)? else {
         return Err(crate::edit::missing(shown));
     };
-    let (hash, applied) = req.compute(&target, cancel)?;
+    let (hash, applied) = req.compute(&target, true, cancel)?;
+    let file = FileDiff::new(shown, applied.diff);
+    let (text, counted) = joined(std::slice::from_ref(&file));
     Ok(Preview {
-        summary: bounded(format!("edit_file {shown}: {}", counts(&applied.diff))),
-        diff: Some(applied.diff),
+        summary: bounded(format!("edit_file {shown}: {counted}")),
+        diff: Some(text),
+        diffs: vec![file],
         files: vec![(shown.to_string(), hash)],
     })
 }
@@ -210,8 +248,8 @@ pub fn preview_patch(ws: &Arc<Workspace>, req: &PatchRequest, cancel: &Cancel) -
     let max = req.max_bytes;
     let expected = |path: &str| req.expected.get(path).map(String::as_str);
     let mut scan = crate::patch::locate::ScanBudget::default();
-    let mut budget = diff::Budget::default();
-    let mut text = String::new();
+    let mut budget = diff::Budget::complete();
+    let mut diffs = Vec::new();
     let mut files = Vec::new();
     let mut names = Vec::new();
     for op in &req.patch.ops {
@@ -224,7 +262,9 @@ pub fn preview_patch(ws: &Arc<Workspace>, req: &PatchRequest, cancel: &Cancel) -
                     return Err(exists_error(shown, "*** Add File creates a new file only"));
                 }
                 expect(shown, expected(shown), &hash)?;
+                let mut text = String::new();
                 diff::file_diff(&mut text, "/dev/null", &format!("b/{shown}"), "", &for_diff(content), &mut budget, cancel)?;
+                diffs.push(FileDiff::new(shown, text));
                 files.push((shown.to_string(), hash));
                 names.push(format!("+{shown}"));
             }
@@ -234,7 +274,7 @@ pub fn preview_patch(ws: &Arc<Workspace>, req: &PatchRequest, cancel: &Cancel) -
                     return Err(Error::not_found(shown));
                 }
                 expect(shown, expected(shown), &state)?;
-                text.push_str(&format!("--- a/{shown}\n+++ /dev/null\n"));
+                diffs.push(FileDiff::new(shown, format!("--- a/{shown}\n+++ /dev/null\n")));
                 files.push((shown.to_string(), state));
                 names.push(format!("-{shown}"));
             }
@@ -277,14 +317,16 @@ pub fn preview_patch(ws: &Arc<Workspace>, req: &PatchRequest, cancel: &Cancel) -
                 } else {
                     names.push(shown.to_string());
                 }
+                let mut text = String::new();
                 diff::file_diff(&mut text, &format!("a/{shown}"), &format!("b/{to}"), &for_diff(&old), &for_diff(&updated.content), &mut budget, cancel)?;
+                diffs.push(FileDiff::new(shown, text));
             }
         }
     }
-    let text = diff::bound(text);
+    let (text, counted) = joined(&diffs);
     let n = req.patch.ops.len();
-    let summary = format!("apply_patch {n} file{}: {} ({})", if n == 1 { "" } else { "s" }, counts(&text), names.join(", "));
-    Ok(Preview { summary: bounded(summary), diff: Some(text), files })
+    let summary = format!("apply_patch {n} file{}: {counted} ({})", if n == 1 { "" } else { "s" }, names.join(", "));
+    Ok(Preview { summary: bounded(summary), diff: Some(text), diffs, files })
 }
 
 /// move_file's preview.
@@ -302,7 +344,7 @@ pub fn preview_move(ws: &Workspace, req: &MoveRequest, cancel: &Cancel) -> Resul
             .with_hint("move_file does not replace an existing file unless overwrite is true; pick another name, or pass overwrite: true"));
     }
     let summary = format!("move_file {from} -> {to}{}", if replaces { " (replaces it)" } else { "" });
-    Ok(Preview { summary: bounded(summary), diff: None, files: vec![(from.into(), src), (to.into(), dst)] })
+    Ok(Preview { summary: bounded(summary), diff: None, diffs: Vec::new(), files: vec![(from.into(), src), (to.into(), dst)] })
 }
 
 /// delete_file's preview: the removed file's content as a diff when it is small text.
@@ -322,7 +364,7 @@ pub fn preview_delete(ws: &Workspace, req: &DeleteRequest, cancel: &Cancel) -> R
             what = format!("file, {} bytes", bytes.len());
             match String::from_utf8(bytes) {
                 Ok(old) if old.len() <= write::MAX_WRITE_BYTES => {
-                    let mut budget = diff::Budget::default();
+                    let mut budget = diff::Budget::complete();
                     diff::file_diff(&mut text, &format!("a/{shown}"), "/dev/null", &for_diff(&old), "", &mut budget, cancel)?;
                 }
                 _ => text.push_str(&format!("--- a/{shown}\n+++ /dev/null\n")),
@@ -331,9 +373,11 @@ pub fn preview_delete(ws: &Workspace, req: &DeleteRequest, cancel: &Cancel) -> R
     } else {
         text.push_str(&format!("--- a/{shown}\n+++ /dev/null\n"));
     }
+    let file = FileDiff::new(shown, text);
     Ok(Preview {
         summary: bounded(format!("delete_file {shown}: {what}")),
-        diff: Some(diff::bound(text)),
+        diff: Some(file.diff.clone()),
+        diffs: vec![file],
         files: vec![(shown.into(), state)],
     })
 }
@@ -344,7 +388,7 @@ pub fn preview_mkdir(ws: &Workspace, req: &MkdirRequest, cancel: &Cancel) -> Res
     before(ws, req.guard.as_deref(), &[&req.path], cancel)?;
     let (state, _) = state_of_name(ws, &req.path, cancel)?;
     let what = if state == ABSENT { "new directory".to_string() } else { format!("exists ({state})") };
-    Ok(Preview { summary: bounded(format!("make_directory {shown}: {what}")), diff: None, files: vec![(shown.into(), state)] })
+    Ok(Preview { summary: bounded(format!("make_directory {shown}: {what}")), diff: None, diffs: Vec::new(), files: vec![(shown.into(), state)] })
 }
 
 /// Runs a preview on the blocking pool from a host thread; `done` gets the outcome once.

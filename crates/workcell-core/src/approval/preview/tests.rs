@@ -162,3 +162,57 @@ fn guarded_paths_are_refused_before_any_preview() {
     let req = patch::PatchRequest::new(text, vec![], write::MAX_WRITE_BYTES).unwrap().with_guard(g);
     assert_eq!(preview_patch(&ws, &req, &Cancel::new()).unwrap_err().code, Code::PathProtected);
 }
+
+/// The attack of a patch whose first file is a long addition: the change of another file
+/// must still be in what the person is shown, whole.
+#[test]
+fn a_change_behind_a_long_addition_is_in_the_patch_preview() {
+    let (_t, root, ws) = setup();
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::write(root.join("src/auth.js"), "export function allowed(token) {\n  return check(token);\n}\n").unwrap();
+    let mut text = String::from("*** Begin Patch\n*** Add File: docs/big.md\n");
+    for i in 0..2000 {
+        text.push_str(&format!("+line {i} of a long document\n"));
+    }
+    text.push_str("*** Update File: src/auth.js\n@@ export function allowed(token) {\n-  return check(token);\n+  return true;\n*** End Patch\n");
+    let req = patch::PatchRequest::new(&text, Vec::new(), write::MAX_WRITE_BYTES).unwrap();
+    let p = preview_patch(&ws, &req, &Cancel::new()).unwrap();
+    let diff = p.diff.as_deref().unwrap();
+    assert!(diff.contains("+++ b/src/auth.js\n"), "the second file's header is in the diff");
+    assert!(diff.contains("\n-  return check(token);\n+  return true;\n"), "the second file's change is in the diff");
+    assert!(diff.contains("+line 1999 of a long document"), "every added line is in the diff");
+    assert!(!diff.contains("cut") && !diff.contains(crate::diff::OMITTED), "nothing is cut");
+    assert_eq!(p.summary, "apply_patch 2 files: +2001 -1 (+docs/big.md, src/auth.js)");
+    assert_eq!(p.diffs.len(), 2);
+    assert_eq!((p.diffs[1].path.as_str(), p.diffs[1].added, p.diffs[1].removed), ("src/auth.js", 1, 1));
+    assert_eq!((p.diffs[0].added, p.diffs[0].removed), (2000, 0));
+    assert_eq!(p.diffs.iter().map(|d| d.diff.as_str()).collect::<String>(), diff);
+}
+
+#[test]
+fn every_line_of_a_large_write_and_edit_is_in_the_preview() {
+    let (_t, root, ws) = setup();
+    let old: String = (0..3000).map(|i| format!("old line {i}\n")).collect();
+    fs::write(root.join("f.txt"), &old).unwrap();
+    // Every line replaced: too costly to diff line by line, shown removed and added whole.
+    let new: String = (0..3000).map(|i| format!("new line {i}\n")).collect();
+    let p = preview_write(&ws, &WriteRequest::new("f.txt", new.clone(), write::MAX_WRITE_BYTES).unwrap(), &Cancel::new()).unwrap();
+    let diff = p.diff.as_deref().unwrap();
+    assert!(diff.contains("\n+new line 2999\n") && diff.contains("\n-old line 2999\n"), "the last lines are in the diff");
+    assert_eq!(p.summary, "write_file f.txt: +3000 -3000");
+    // A line hidden at the end of a long new file.
+    let tail = format!("{}SECRET TAIL\n", "filler line\n".repeat(3000));
+    let p = preview_write(&ws, &WriteRequest::new("g.txt", tail, write::MAX_WRITE_BYTES).unwrap(), &Cancel::new()).unwrap();
+    assert!(p.diff.as_deref().unwrap().ends_with("+SECRET TAIL\n"));
+    // An edit whose new text is long.
+    let edits = vec![crate::edit::Edit { old_text: "old line 0\n".into(), new_text: format!("{}EDITED TAIL\n", "x\n".repeat(5000)) }];
+    let p = preview_edit(&ws, &EditRequest::new("f.txt", edits, write::MAX_WRITE_BYTES).unwrap(), &Cancel::new()).unwrap();
+    assert!(p.diff.as_deref().unwrap().contains("\n+EDITED TAIL\n"), "the end of a long edit is in the diff");
+    assert_eq!(p.summary, "edit_file f.txt: +5001 -1");
+    // A file too large to show the old content of: every new line is shown.
+    let huge = "y".repeat(write::MAX_WRITE_BYTES + 10);
+    fs::write(root.join("h.txt"), &huge).unwrap();
+    let p = preview_write(&ws, &WriteRequest::new("h.txt", "short\nLAST\n".into(), write::MAX_WRITE_BYTES).unwrap(), &Cancel::new()).unwrap();
+    assert!(p.diff.as_deref().unwrap().ends_with("+short\n+LAST\n"), "{:?}", p.diff);
+    assert!(p.summary.starts_with("write_file h.txt: replaces the whole file (the old content is larger than"), "{}", p.summary);
+}
