@@ -12,6 +12,8 @@ import type { Tool, ToolContext, ToolEffect } from "./tool.js";
 /** Extra codes of the approval layer. */
 export const APPROVAL_DENIED = "APPROVAL_DENIED";
 export const GRANT_NOT_ALLOWED = "GRANT_NOT_ALLOWED";
+/** An approval view could not show the whole effect of a call, so it did not ask: nothing ran. */
+export const APPROVAL_VIEW_INCOMPLETE = "APPROVAL_VIEW_INCOMPLETE";
 
 /** What a call may ask for beyond the tool's sandbox options, for that one call. */
 export interface Grants {
@@ -25,16 +27,35 @@ export interface Grants {
   sandbox?: "off";
 }
 
-/** What `approve` is asked. */
+/** One file's part of a writing call's change (see `ApprovalRequest.diffs`). */
+export interface FileDiff {
+  /** The path the call names (a move's source: its destination is in the `+++` line). */
+  path: string;
+  /** The file's whole unified diff: its `---`/`+++` header lines, then every hunk. */
+  diff: string;
+  added: number;
+  removed: number;
+}
+
+/**
+ * What `approve` is asked. It holds every byte of the call's effect: a "yes" authorizes
+ * exactly this. A view that can show only part of it must say what it leaves out, and one
+ * that cannot show an effect at all refuses (`approvalViewIncomplete`) instead of asking.
+ */
 export interface ApprovalRequest {
   tool: string;
   effect: ToolEffect;
   /** The validated input of the call. */
   input: unknown;
-  /** One line for a person, such as `edit_file src/a.ts: +3 -1`. */
+  /** One line for a person, such as `edit_file src/a.ts: +3 -1`. Never the whole effect. */
   summary: string;
-  /** Writing tools: the unified diff of the change (bounded like the tools' own diffs). */
+  /**
+   * Writing tools: the unified diff of the whole change, every changed line of every file,
+   * never cut (its size is bounded by the call's own limits).
+   */
   diff?: string;
+  /** Writing tools with content changes: each file's part of `diff`, in call order. */
+  diffs?: FileDiff[];
   /**
    * Writing tools: the approval hash (`hashFile`'s string; `"absent"` for a free name) of every
    * path the change was computed on. The change is applied only while each still has it.
@@ -44,8 +65,10 @@ export interface ApprovalRequest {
   argv?: string[];
   /** Process tools: the working directory, relative to the workspace root. */
   cwd?: string;
-  /** node_process: the script. */
+  /** node_process: the whole script. */
   source?: string;
+  /** write_process: the whole text sent to the process's input. */
+  stdin?: string;
   /** Process tools: the grants the call asks for (paths resolved). */
   grants?: Grants;
 }
@@ -149,6 +172,7 @@ export class ApprovalSession {
 export interface Preview {
   summary: string;
   diff?: string;
+  diffs?: FileDiff[];
   files: Record<string, string>;
 }
 
@@ -166,7 +190,13 @@ export interface WriteSpec<I, O> {
 /** How a process tool runs under the gate. */
 export interface ProcessSpec<I, O> {
   effect: "process";
-  describe(input: I): { argv: string[]; cwd?: string; source?: string; summary: string };
+  /** `summary` names argv and ids, never content (it is the audit's); `source` and `stdin` are shown whole. */
+  describe(input: I): { argv: string[]; cwd?: string; source?: string; stdin?: string; summary: string };
+  /**
+   * A call that only reads or ends what an approved call started (read_process,
+   * stop_process, list_processes): `approvalFor` never makes it ask; rules still decide it.
+   */
+  follows?: true;
   grants(input: I): Grants | undefined;
   /** Runs the call with these grants (this call's and the remembered ones, merged). */
   run(input: I, context: ToolContext, grants: Grants | undefined): Promise<O>;
@@ -183,12 +213,19 @@ export type GateSpec<I, O> = WriteSpec<I, O> | ProcessSpec<I, O> | ReadSpec<I, O
 
 /** What the AI SDK adapter needs from a gated tool (see `workcell/ai`). */
 export interface GateHooks {
+  /** The tool only follows what an approved call started (read_process...): never asked by effect. */
+  readonly follows: boolean;
   /** Whether a call would ask (rules first, then `approvalFor`), or is denied outright. */
   decide(input: unknown): "allow" | "ask" | "deny";
   /** The request a person would be shown (writing tools: the preview). */
   request(input: unknown, signal: AbortSignal | undefined): Promise<ApprovalRequest>;
-  /** Runs an approved call bound to what the request showed (its `files`; its `grants`). */
+  /**
+   * Runs a call the adapter's own flow approved, bound to what the request showed (its
+   * `files`; its `grants`), and reports its audit event (`decision: "approved"`).
+   */
   runApproved(input: unknown, context: ToolContext, request: ApprovalRequest): Promise<unknown>;
+  /** Reports the audit event of a call the adapter refuses before running it, and rejects with `error`. */
+  refuse(input: unknown, error: unknown): Promise<never>;
 }
 
 export const GATE_HOOKS: unique symbol = Symbol("workcell.gate");
@@ -377,9 +414,17 @@ export class Gate {
     return { rest, grants: Object.keys(out).length === 0 ? undefined : out };
   }
 
-  #decide(tool: string, effect: ToolEffect, argv: string[] | undefined, paths: string[], grants: Grants | undefined): "allow" | "ask" | "deny" {
+  #decide<I>(tool: string, spec: GateSpec<I, unknown>, argv: string[] | undefined, paths: string[], grants: Grants | undefined): "allow" | "ask" | "deny" {
     const rule = this.#rules?.decide(tool, argv, paths) ?? undefined;
-    const base = rule ? (rule.decision as "allow" | "ask" | "deny") : effect === "write" ? this.#write : effect === "process" ? this.#process : "allow";
+    const effect = spec.effect;
+    const follows = spec.effect === "process" && spec.follows === true;
+    const base = rule
+      ? (rule.decision as "allow" | "ask" | "deny")
+      : effect === "write"
+        ? this.#write
+        : effect === "process" && !follows
+          ? this.#process
+          : "allow";
     if (base === "deny") return "deny";
     if (grants && !this.#session.covers(grants)) {
       // A grant is never allowed by a rule or by approvalFor.process: the person says yes to it.
@@ -406,6 +451,8 @@ export class Gate {
       answer = await Promise.race([Promise.resolve().then(() => approve(request, { signal: inner.signal })), aborted]);
     } catch (err) {
       if (signal?.aborted || (isAbortError(err) && inner.signal.aborted)) throw abortError(signal);
+      // A view that could not show the whole effect: its own code, never a plain "no".
+      if (err instanceof ToolError && err.code === APPROVAL_VIEW_INCOMPLETE) throw err;
       throw denied(`the approval failed, so the call was not run: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       if (onAbort) signal?.removeEventListener("abort", onAbort);
@@ -439,6 +486,7 @@ export class Gate {
       const p = await spec.preview(input, signal);
       const req: ApprovalRequest = { tool, effect: "write", input, summary: p.summary, files: p.files };
       if (p.diff !== undefined) req.diff = p.diff;
+      if (p.diffs !== undefined) req.diffs = p.diffs;
       return req;
     }
     if (spec.effect === "process") {
@@ -446,6 +494,7 @@ export class Gate {
       const req: ApprovalRequest = { tool, effect: "process", input, summary: clip(d.summary), argv: d.argv };
       if (d.cwd !== undefined) req.cwd = d.cwd;
       if (d.source !== undefined) req.source = d.source;
+      if (d.stdin !== undefined) req.stdin = d.stdin;
       const g = spec.grants(input);
       if (g) req.grants = g;
       return req;
@@ -478,22 +527,47 @@ export class Gate {
     return clip(`${tool} ${spec.paths(input).join(", ")}`);
   }
 
-  /** Runs one validated call through the gate. */
-  async execute<I, O>(tool: string, spec: GateSpec<I, O>, input: I, context: ToolContext): Promise<O> {
+  /**
+   * Runs `body` as one call of `tool` and reports its audit event, whatever happens: the
+   * summary (paths, argv, ids: never content), the decision, the hashes and the error code
+   * that `body` recorded.
+   */
+  async #audited<I, O>(tool: string, spec: GateSpec<I, O>, input: I, body: (event: Partial<AuditEvent>) => Promise<O>): Promise<O> {
     const started = Date.now();
-    const time = new Date(started).toISOString();
-    const signal = context?.signal;
-    let summary: string | undefined;
-    let decision: AuditEvent["decision"];
-    let hashes: Record<string, string> | undefined;
-    let code: string | undefined;
+    const event: Partial<AuditEvent> = {};
     try {
+      return await body(event);
+    } catch (err) {
+      event.code = isAbortError(err) ? "ABORTED" : err instanceof ToolError ? err.code : ErrorCode.IO_ERROR;
+      if (event.decision === undefined && err instanceof ToolError && err.message === ArgumentsReason.GRANT_NOT_ALLOWED) event.decision = "refused";
+      throw err;
+    } finally {
+      let summary = event.summary;
+      if (summary === undefined) {
+        try {
+          summary = this.#summary(tool, spec, input);
+        } catch {
+          summary = tool;
+        }
+      }
+      const out: AuditEvent = { time: new Date(started).toISOString(), tool, effect: spec.effect, summary, durationMs: Date.now() - started };
+      if (event.decision !== undefined) out.decision = event.decision;
+      if (event.hashes !== undefined) out.hashes = { ...event.hashes };
+      if (event.code !== undefined) out.code = event.code;
+      this.#audit(out);
+    }
+  }
+
+  /** Runs one validated call through the gate. */
+  execute<I, O>(tool: string, spec: GateSpec<I, O>, input: I, context: ToolContext): Promise<O> {
+    const signal = context?.signal;
+    return this.#audited(tool, spec, input, async (event) => {
       if (signal?.aborted) throw abortError(signal);
       let argv: string[] | undefined;
       let paths: string[];
       let grants: Grants | undefined;
       try {
-        summary = this.#summary(tool, spec, input);
+        event.summary = this.#summary(tool, spec, input);
         argv = spec.effect === "process" ? spec.describe(input).argv : undefined;
         paths = spec.effect === "process" ? [] : spec.paths(input);
         grants = spec.effect === "process" ? spec.grants(input) : undefined;
@@ -502,9 +576,9 @@ export class Gate {
         if (err instanceof ToolError) throw err;
         throw invalidArguments(ArgumentsReason.INVALID_ARGUMENTS_SHAPE, "an argument has the wrong type; call the tool with the types of its parameters schema (validate the input first)");
       }
-      const verdict = this.#decide(tool, spec.effect, argv, paths, grants);
+      const verdict = this.#decide(tool, spec, argv, paths, grants);
       if (verdict === "deny") {
-        decision = "refused";
+        event.decision = "refused";
         if (grants && !this.#session.covers(grants) && this.#grant !== "ask") {
           throw invalidArguments(ArgumentsReason.GRANT_NOT_ALLOWED, "this host does not let calls ask for grants; work inside the workspace", {
             at: "arguments.grants",
@@ -513,44 +587,52 @@ export class Gate {
         throw denied("a rule of the host denies this call, so it was not run");
       }
       if (verdict === "allow") {
-        decision = "allow";
+        event.decision = "allow";
         return await this.#run(spec, input, context, undefined);
       }
       const request = await this.request(tool, spec, input, signal);
-      summary = request.summary;
-      hashes = request.files;
-      const answer = await this.#ask(request, signal);
+      event.summary = request.summary;
+      event.hashes = request.files;
+      let answer: { allow: boolean; reason?: string; remember?: "session" };
+      try {
+        answer = await this.#ask(request, signal);
+      } catch (err) {
+        if (err instanceof ToolError && err.code === APPROVAL_VIEW_INCOMPLETE) event.decision = "refused";
+        throw err;
+      }
       if (!answer.allow) {
-        decision = "denied";
+        event.decision = "denied";
         throw denied(answer.reason ? `the user denied this call: ${answer.reason}` : "the user denied this call", answer.reason ? { reason: answer.reason } : undefined);
       }
-      decision = "approved";
+      event.decision = "approved";
       if (answer.remember === "session" && request.grants) this.#session.remember(request.grants);
       return await this.#run(spec, input, context, request);
-    } catch (err) {
-      code = isAbortError(err) ? "ABORTED" : err instanceof ToolError ? err.code : ErrorCode.IO_ERROR;
-      if (decision === undefined && err instanceof ToolError && err.message === ArgumentsReason.GRANT_NOT_ALLOWED) decision = "refused";
-      throw err;
-    } finally {
-      const event: AuditEvent = { time, tool, effect: spec.effect, summary: summary ?? tool, durationMs: Date.now() - started };
-      if (decision !== undefined) event.decision = decision;
-      if (hashes !== undefined) event.hashes = { ...hashes };
-      if (code !== undefined) event.code = code;
-      this.#audit(event);
-    }
+    });
   }
 
   /** The hooks an adapter with its own approval flow uses (the AI SDK's `needsApproval`). */
   hooks<I, O>(tool: string, spec: GateSpec<I, O>): GateHooks {
     return {
+      follows: spec.effect === "process" && spec.follows === true,
       decide: (input) => {
         const i = input as I;
         const argv = spec.effect === "process" ? spec.describe(i).argv : undefined;
         const paths = spec.effect === "process" ? [] : spec.paths(i);
-        return this.#decide(tool, spec.effect, argv, paths, spec.effect === "process" ? spec.grants(i) : undefined);
+        return this.#decide(tool, spec, argv, paths, spec.effect === "process" ? spec.grants(i) : undefined);
       },
       request: (input, signal) => this.request(tool, spec as GateSpec<I, unknown>, input as I, signal),
-      runApproved: (input, context, request) => this.#run(spec, input as I, context, request),
+      runApproved: (input, context, request) =>
+        this.#audited(tool, spec, input as I, async (event) => {
+          event.decision = "approved";
+          event.summary = request.summary;
+          event.hashes = request.files;
+          return this.#run(spec, input as I, context, request);
+        }),
+      refuse: (input, error) =>
+        this.#audited<I, never>(tool, spec as GateSpec<I, never>, input as I, async (event) => {
+          if (error instanceof ToolError && error.code === ErrorCode.APPROVAL_DENIED) event.decision = "refused";
+          throw error;
+        }),
     };
   }
 
@@ -624,11 +706,17 @@ export function hashList(files: Record<string, string> | undefined): { path: str
 }
 
 /** The core's preview result to a Preview. */
-export function toPreview(r: { summary?: string | null; diff?: string | null; files?: { path: string; hash: string }[] | null }): Preview {
+export function toPreview(r: {
+  summary?: string | null;
+  diff?: string | null;
+  diffs?: FileDiff[] | null;
+  files?: { path: string; hash: string }[] | null;
+}): Preview {
   const files: Record<string, string> = {};
   for (const f of r.files ?? []) Object.defineProperty(files, f.path, { value: f.hash, enumerable: true, writable: true, configurable: true });
   const p: Preview = { summary: r.summary!, files };
   if (r.diff != null) p.diff = r.diff;
+  if (r.diffs != null && r.diffs.length > 0) p.diffs = r.diffs.map((d) => ({ path: d.path, diff: d.diff, added: d.added, removed: d.removed }));
   return p;
 }
 

@@ -23,6 +23,7 @@ export const ErrorCode = {
   PROCESS_LIMIT: "PROCESS_LIMIT",
   PROCESS_NOT_FOUND: "PROCESS_NOT_FOUND",
   APPROVAL_DENIED: "APPROVAL_DENIED",
+  APPROVAL_VIEW_INCOMPLETE: "APPROVAL_VIEW_INCOMPLETE",
   IO_ERROR: "IO_ERROR",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

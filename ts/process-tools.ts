@@ -214,8 +214,10 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       throw new TypeError(fromThrown(err).message);
     }
   })();
-  // Approval (contract §12): start_process and write_process (input a shell or REPL runs) ask
-  // where the host's approvalFor.process says so; every call is audited.
+  // Approval (contract §12): every call of the five tools goes through the gate (rules, audit);
+  // start_process and write_process (input a shell or REPL runs) ask where the host's
+  // approvalFor.process says so; read_process, stop_process and list_processes only follow
+  // what those started, so only a rule makes them ask.
   const gate = new Gate(T, options, ws.canonical);
   const summary = (argv: readonly string[]) => argv.map((a) => (/^[\w./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
   let closed: Promise<void> | undefined;
@@ -260,10 +262,41 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   };
   const writeSpec: ProcessSpec<WriteProcessInput, { id: string; bytes: number }> = {
     effect: "process",
-    describe: (i) => ({ argv: [], summary: `write_process ${i.id}: ${JSON.stringify(i.input.length > 200 ? `${i.input.slice(0, 200)}...` : i.input)}${i.closeStdin ? " (then closes stdin)" : ""}` }),
+    // The summary (also the audit's) counts the input; the request carries all of it (`stdin`).
+    describe: (i) => {
+      const bytes = Buffer.byteLength(i.input, "utf8");
+      const lines = i.input === "" ? 0 : i.input.split("\n").length - (i.input.endsWith("\n") ? 1 : 0);
+      return {
+        argv: [],
+        stdin: i.input,
+        summary: `write_process ${i.id}: ${bytes} byte${bytes === 1 ? "" : "s"}, ${lines} line${lines === 1 ? "" : "s"}${i.closeStdin ? " (then closes stdin)" : ""}`,
+      };
+    },
     grants: () => undefined,
     run: (i, context) => callCore(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c)),
   };
+  const follow = <I, O>(summary: (i: I) => string, run: (i: I, context: ToolContext) => Promise<O>): ProcessSpec<I, O> => ({
+    effect: "process",
+    follows: true,
+    describe: (i) => ({ argv: [], summary: summary(i) }),
+    grants: () => undefined,
+    run: (i, context) => run(i, context),
+  });
+  const readSpec = follow<ReadProcessInput, ProcessOutput>(
+    (i) => `read_process ${i.id}`,
+    async (i, context) => output(await callCore(context?.signal, (c) => table.read(i.id, i.cursor, i.waitFor, i.waitMs, c))),
+  );
+  const stopSpec = follow<StopProcessInput, ProcessOutput>(
+    (i) => `stop_process ${i.id}${i.signal ? ` ${i.signal}` : ""}`,
+    async (i, context) => output(await callCore(context?.signal, (c) => table.stop(i.id, i.signal, c))),
+  );
+  const listSpec = follow<Record<string, never>, { processes: ProcessInfo[] }>(
+    () => "list_processes",
+    async (_i, context) => {
+      if (context?.signal?.aborted) throw abortError(context.signal);
+      return table.list();
+    },
+  );
   const start: Tool<StartProcessInput, ProcessOutput> = {
     name: "start_process",
     effect: "process",
@@ -300,8 +333,8 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     parameters: readParameters,
     outputSchema: PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<ReadProcessInput>(readParameters, input),
-    async execute(i, context: ToolContext) {
-      return output(await callCore(context?.signal, (c) => table.read(i.id, i.cursor, i.waitFor, i.waitMs, c)));
+    execute(i, context: ToolContext) {
+      return gate.execute("read_process", readSpec, i, context);
     },
     close,
   };
@@ -330,8 +363,8 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     parameters: stopParameters,
     outputSchema: PROCESS_OUTPUT_SCHEMA,
     validate: (input) => checked<StopProcessInput>(stopParameters, input),
-    async execute(i, context: ToolContext) {
-      return output(await callCore(context?.signal, (c) => table.stop(i.id, i.signal, c)));
+    execute(i, context: ToolContext) {
+      return gate.execute("stop_process", stopSpec, i, context);
     },
     close,
   };
@@ -345,14 +378,16 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     parameters: listParameters,
     outputSchema: LIST_PROCESSES_OUTPUT_SCHEMA,
     validate: (input) => checked<Record<string, never>>(listParameters, input),
-    async execute(_i, context: ToolContext) {
-      if (context?.signal?.aborted) throw abortError(context.signal);
-      return table.list();
+    execute(i, context: ToolContext) {
+      return gate.execute("list_processes", listSpec, i, context);
     },
     close,
   };
   attachHooks(start, gate.hooks("start_process", startSpec));
   attachHooks(write, gate.hooks("write_process", writeSpec));
+  attachHooks(read, gate.hooks("read_process", readSpec));
+  attachHooks(stop, gate.hooks("stop_process", stopSpec));
+  attachHooks(list, gate.hooks("list_processes", listSpec));
   const tools = [start, read, write, stop, list];
   portGroups.set(tools, table.portGroup);
   return tools;

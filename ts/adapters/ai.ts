@@ -1,5 +1,6 @@
 // `workcell/ai`: workcell's tools as Vercel AI SDK tools (`generateText`, `streamText`, agents).
 // Needs the optional peer dependency `ai` (6 or 7); the main entry never loads it.
+import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import { jsonSchema, tool, type JSONSchema7, type Tool as AITool } from "ai";
 import { isImageOutput } from "../image.js";
@@ -61,6 +62,21 @@ export const AI_SDK_TOOLS_OPTIONS = {
 /** Most approval requests kept between the SDK's request and its response. */
 export const MAX_PENDING_APPROVALS = 256;
 
+/** JSON with every object's keys sorted: the same value gives the same text. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v !== "object" || v === null || Array.isArray(v)) return v;
+    const o = v as Record<string, unknown>;
+    return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
+  });
+}
+
+/** What a kept approval request is found by: the tool, the tool call id and the SHA-256 of the input. */
+function approvalKey(tool: string, toolCallId: string, input: unknown): string {
+  const hash = createHash("sha256").update(canonicalJson(input) ?? "undefined").digest("hex");
+  return `${tool}\u0000${toolCallId}\u0000${hash}`;
+}
+
 /**
  * Converts tools (or a registry) into the record `generateText({ tools })` takes, keyed by tool
  * name. Each tool keeps its description and JSON Schema; `execute` validates the input with
@@ -78,8 +94,10 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
       throw new TypeError(`workcell: toAISDKTools option needsApproval.${k} must be a boolean (keys: read, write, process)`);
     }
   }
-  // What the SDK asked about, by tool call id: the request (preview) the approved call is held
-  // to, or the failure the preview met (then the SDK does not ask, and execute reports it).
+  // What the SDK asked about, by tool, tool call id and the hash of the input: the request
+  // (preview) the approved call is held to, or the failure the preview met (then the SDK does
+  // not ask, and execute reports it). A call with the same id and another input finds nothing:
+  // a request is never reused for input it did not show.
   const pending = new Map<string, { request?: ApprovalRequest; error?: unknown }>();
   const keep = (id: string, entry: { request?: ApprovalRequest; error?: unknown }) => {
     pending.delete(id);
@@ -89,7 +107,9 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
   const out: Record<string, AITool<unknown, unknown>> = {};
   for (const t of registry.list()) {
     const hooks = gateHooksOf(t);
-    const sdkAsks = asks[effectOf(t)] === true && hooks !== undefined;
+    // read_process, stop_process and list_processes only follow what an approved call started:
+    // they run through the tool's gate (its rules and audit) without the SDK asking.
+    const sdkAsks = asks[effectOf(t)] === true && hooks !== undefined && !hooks.follows;
     const fail = (toolCallId: string, err: unknown): unknown => {
       if (isAbortError(err)) throw err;
       const te = err instanceof ToolError ? err : new ToolError("IO_ERROR", err instanceof Error ? err.message : String(err));
@@ -106,8 +126,10 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
         ? {
             needsApproval: async (input: unknown, { toolCallId }: { toolCallId: string }) => {
               // The SDK asks again when the response comes back: the request already shown
-              // stays the one the call is held to (a fresh preview would approve a later state).
-              if (pending.get(toolCallId)?.request) return true;
+              // for this very input stays the one the call is held to (a fresh preview would
+              // approve a later state).
+              const key = approvalKey(t.name, toolCallId, input);
+              if (pending.get(key)?.request) return true;
               let valid: unknown;
               try {
                 valid = t.validate(input);
@@ -117,11 +139,11 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
               if (hooks!.decide(valid) === "deny") return false; // execute reports the refusal
               try {
                 const request = await hooks!.request(valid, undefined);
-                keep(toolCallId, { request });
+                keep(key, { request });
                 options.onApprovalRequest?.({ ...request, toolCallId });
                 return true;
               } catch (error) {
-                keep(toolCallId, { error });
+                keep(key, { error });
                 return false;
               }
             },
@@ -129,14 +151,21 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
         : {}),
       execute: async (input, { abortSignal, toolCallId }) => {
         if (sdkAsks) {
-          const entry = pending.get(toolCallId);
-          pending.delete(toolCallId);
-          if (entry?.error !== undefined) return fail(toolCallId, entry.error);
-          if (entry?.request) {
+          const key = approvalKey(t.name, toolCallId, input);
+          const entry = pending.get(key);
+          pending.delete(key);
+          if (entry !== undefined) {
             if (abortSignal?.aborted) throw abortError(abortSignal);
+            let valid: unknown;
             try {
-              const valid = t.validate(input);
-              return (await hooks!.runApproved(valid, { signal: abortSignal ?? new AbortController().signal }, entry.request)) as unknown;
+              valid = t.validate(input);
+            } catch (err) {
+              return fail(toolCallId, err);
+            }
+            try {
+              // Both run through the tool's gate, which reports the audit event.
+              if (entry.error !== undefined) return await hooks!.refuse(valid, entry.error);
+              return (await hooks!.runApproved(valid, { signal: abortSignal ?? new AbortController().signal }, entry.request!)) as unknown;
             } catch (err) {
               return fail(toolCallId, err);
             }
@@ -153,12 +182,14 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
             known = false;
           }
           if (known) {
-            return fail(
-              toolCallId,
-              new ToolError("APPROVAL_DENIED", "this call was not approved through this tool set (its approval request is unknown or expired)", {
-                hint: "do not retry the same call unchanged; call the tool again so that the user is asked",
-              }),
-            );
+            const refusal = new ToolError("APPROVAL_DENIED", "this call was not approved through this tool set (its approval request is unknown or expired, or was for another input)", {
+              hint: "do not retry the same call unchanged; call the tool again so that the user is asked",
+            });
+            try {
+              await hooks!.refuse(valid, refusal);
+            } catch (err) {
+              return fail(toolCallId, err);
+            }
           }
         }
         const result = await runToolCall(registry, t.name, toolCallId, input, abortSignal);

@@ -32,6 +32,7 @@ import { OPTION_SPECS, checkOptions, option, type OptionSpecOf } from "../option
 // Declares createCodingTools's spec (OPTION_SPECS), which a session's `tools` option is.
 import "../coding.js";
 import type { ApprovalAnswer, ApprovalRequest, Approve } from "../approval.js";
+import { ErrorCode, ToolError } from "../errors.js";
 
 export type { ToolsInput };
 
@@ -356,20 +357,65 @@ export interface McpApproverOptions {
   grants?: "deny" | "allow";
 }
 
-/** Longest text of an elicitation message (the diff is cut to fit, with a note). */
-export const MAX_ELICITATION_MESSAGE = 16 * 1024;
+/**
+ * Longest text of an elicitation message. A request whose whole effect does not fit is not
+ * asked about: `approve` rejects with `APPROVAL_VIEW_INCOMPLETE` (a part of a change is never
+ * presented for a "yes" that would apply all of it).
+ */
+export const MAX_ELICITATION_MESSAGE = 64 * 1024;
 
-function approvalMessage(request: ApprovalRequest): string {
-  const parts = [`workcell asks: ${request.summary}`];
+/**
+ * Characters a client could render invisibly or use to disguise text (controls other than
+ * line feed and tab, line and paragraph separators, bidirectional overrides): shown escaped.
+ */
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200f\ufeff]/g;
+
+function visible(text: string): string {
+  return text.replace(HIDDEN, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
+/**
+ * The elicitation message of a request: everything the call would do, whole (the command, the
+ * whole script, every line of a process's input, every file's header and whole diff), or
+ * `undefined` when that does not fit the message.
+ */
+function approvalMessage(request: ApprovalRequest): string | undefined {
+  const parts = [`workcell asks: ${visible(request.summary)}`];
   if (request.grants) parts.push(`Grants asked for this call: ${JSON.stringify(request.grants)}`);
-  if (request.argv) parts.push(`Command: ${JSON.stringify(request.argv)}${request.cwd ? ` in ${request.cwd}` : ""}`);
-  if (request.source !== undefined) parts.push(`Script:\n${request.source}`);
-  if (request.diff) parts.push(request.diff);
-  let text = parts.join("\n\n");
-  if (text.length > MAX_ELICITATION_MESSAGE) {
-    text = `${text.slice(0, MAX_ELICITATION_MESSAGE - 80)}\n... cut at ${MAX_ELICITATION_MESSAGE} characters`;
+  if (request.argv && request.argv.length > 0) parts.push(`Command: ${JSON.stringify(request.argv)}${request.cwd ? ` in ${JSON.stringify(request.cwd)}` : ""}`);
+  if (request.source !== undefined) {
+    const lines = request.source.split("\n").length;
+    parts.push(`Script, all ${lines} line${lines === 1 ? "" : "s"}:\n${visible(request.source)}`);
   }
-  return text;
+  if (request.stdin !== undefined) {
+    // Each line on its own, quoted: a line break, a carriage return or padding cannot hide a line.
+    const lines = request.stdin === "" ? [] : request.stdin.split("\n");
+    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    const shown = lines.map((l, i) => `${String(i + 1).padStart(4)} ${JSON.stringify(l)}`).join("\n");
+    parts.push(`Input sent to the process, all ${lines.length} line${lines.length === 1 ? "" : "s"} (each quoted):\n${shown}`);
+  }
+  if (request.diffs && request.diffs.length > 0) {
+    const list = request.diffs.map((d) => `  ${visible(d.path)}: +${d.added} -${d.removed}`).join("\n");
+    parts.push(`Files changed (${request.diffs.length}), each diff below whole:\n${list}`);
+    for (const d of request.diffs) parts.push(visible(d.diff));
+  } else if (request.diff) {
+    parts.push(visible(request.diff));
+  }
+  const text = parts.join("\n\n");
+  return text.length <= MAX_ELICITATION_MESSAGE ? text : undefined;
+}
+
+function viewIncomplete(request: ApprovalRequest): ToolError {
+  const size = [request.source, request.stdin, request.diff].reduce((n, s) => n + (s?.length ?? 0), 0);
+  const files = request.diffs?.map((d) => ({ path: d.path, added: d.added, removed: d.removed, characters: d.diff.length }));
+  return new ToolError(
+    ErrorCode.APPROVAL_VIEW_INCOMPLETE,
+    `the user was not asked and nothing ran: the MCP client's approval message shows at most ${MAX_ELICITATION_MESSAGE} characters, too few for the whole of this call (${size} characters of script, input or diff)`,
+    {
+      hint: "make the change in smaller calls that each fit (fewer files per patch, a long file written in parts, a shorter script), so the user sees all of what they approve",
+      details: { limit: MAX_ELICITATION_MESSAGE, characters: size, ...(files ? { files } : {}) },
+    },
+  );
 }
 
 /**
@@ -394,9 +440,12 @@ export function createMcpApprover(options: McpApproverOptions = {}): { approve: 
         ? true
         : { allow: false, reason: "the MCP client cannot ask its user (no elicitation) and this server does not allow such calls without asking" };
     }
+    // Only a request shown whole is asked about; one that does not fit is refused, never cut.
+    const message = approvalMessage(request);
+    if (message === undefined) throw viewIncomplete(request);
     const result = await server.elicitInput(
       {
-        message: approvalMessage(request),
+        message,
         requestedSchema: {
           type: "object",
           properties: {

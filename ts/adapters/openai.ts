@@ -4,6 +4,7 @@
 // format); `shell(tools)` answers `shell_call` items over run_command. No dependency.
 import { constants } from "node:os";
 import { ErrorCode, ToolError } from "../errors.js";
+import { binding, fromThrown } from "../native.js";
 import type { ApplyPatchOutput } from "../apply-patch.js";
 import type { RunCommandOutput } from "../run-command.js";
 import { validatePath } from "../paths.js";
@@ -62,9 +63,9 @@ const VERBS = { create_file: "Created", update_file: "Updated", delete_file: "De
 
 /**
  * The one-file patch (apply_patch's format) an operation stands for. The path goes through
- * the path grammar first (so it cannot carry a line break), and the diff may not hold a
- * patch header line (`*** ...`, except `*** End of File`): an operation changes the one file
- * it names.
+ * the path grammar first (so it cannot carry a line break); `applyPatch` then parses the
+ * result with the core's patch parser and refuses it unless it touches the one file named
+ * (no move, no other file), whatever the diff's lines hold.
  */
 export function operationPatch(op: ApplyPatchOperation, path: string): string {
   const header = `*** ${HEADERS[op.type]}: ${path}\n`;
@@ -95,18 +96,28 @@ export function applyPatch(tools: ToolsInput): ApplyPatch {
       if (err instanceof ToolError) return failed(err);
       throw err;
     }
-    if (op.type !== "delete_file") {
-      const header = (op.diff as string).split("\n").findIndex((l) => l.startsWith("***") && l.trimEnd() !== "*** End of File");
-      if (header !== -1) {
-        return failed(
-          new ToolError(ErrorCode.TOOL_ARGUMENTS_INVALID, "PATCH_INVALID", {
-            hint: `line ${header + 1} of the diff is a patch header; a diff holds only the lines of its one file (+ added, - removed, space context, @@ anchors)`,
-            details: { line: header + 1 },
-          }),
-        );
-      }
-    }
     const patch = operationPatch(op as ApplyPatchOperation, path);
+    // The core's parser decides what the patch does (as apply_patch will read it): exactly one
+    // operation, on the file named. A header line in the diff, however it is written (` *** Move
+    // to: ...` is trimmed into a move by the parser), is refused.
+    let targets: string[];
+    try {
+      targets = binding.patchPaths(patch);
+    } catch (err) {
+      const e = fromThrown(err);
+      if (e instanceof ToolError) return failed(e);
+      throw e;
+    }
+    if (targets.length !== 1 || targets[0] !== path) {
+      const header = (op.diff as string).split("\n").findIndex((l) => l.trimStart().startsWith("***") && l.trim() !== "*** End of File");
+      const at = header === -1 ? "the diff" : `line ${header + 1} of the diff`;
+      return failed(
+        new ToolError(ErrorCode.TOOL_ARGUMENTS_INVALID, "PATCH_INVALID", {
+          hint: `${at} is a patch header (it would ${targets.length > 1 ? `touch ${targets.join(", ")}` : "change another file"}); an operation changes only the file it names, and its diff holds only that file's lines (+ added, - removed, space context, @@ anchors)`,
+          details: { ...(header === -1 ? {} : { line: header + 1 }), paths: targets },
+        }),
+      );
+    }
     const r = await callTool<ApplyPatchOutput>(registry, "apply_patch", { patch }, signal);
     if (!r.ok) return failed(r.error);
     const verb = VERBS[op.type];
