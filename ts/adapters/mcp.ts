@@ -420,8 +420,10 @@ function viewIncomplete(request: ApprovalRequest): ToolError {
 
 /**
  * An `approve` for the tools an MCP server serves: it asks the client's user through MCP
- * elicitation (`elicitation/create`, the summary and the diff in the message, a yes/no form
- * with an optional reason) when the client declared the `elicitation` capability; otherwise it
+ * elicitation (`elicitation/create`, a yes/no form with an optional reason) when the client
+ * declared the `elicitation` capability, with the whole call in the message (the command, the
+ * whole script or input, every file's header and whole diff); a call that does not fit the
+ * message is refused with `APPROVAL_VIEW_INCOMPLETE` without asking; otherwise it
  * answers `fallback` (default deny; grants: `grants`, default deny). Create the tools with
  * `approve: approver.approve`, then `approver.attach(server)` once the server exists.
  */
