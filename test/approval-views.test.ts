@@ -34,13 +34,12 @@ async function mcpApprover() {
   return { approve: approver.approve, asked };
 }
 
-/** The attack patch: a long addition first, then a one-line change of src/auth.js. */
-function paddedPatch(lines: number, width: number): string {
+/** The attack patch: long additions first, then a one-line change of src/auth.js. */
+function paddedPatch(files: string[], lines: number, width: number): string {
   const add = Array.from({ length: lines }, (_, i) => `+${`line ${i} `.padEnd(width, "x")}`).join("\n");
   return [
     "*** Begin Patch",
-    "*** Add File: docs/notes.md",
-    add,
+    ...files.flatMap((f) => [`*** Add File: ${f}`, add]),
     "*** Update File: src/auth.js",
     "@@ export function allowed(token) {",
     "-  return check(token);",
@@ -67,22 +66,23 @@ describe("a yes covers every byte of what runs", () => {
     });
     onTestFinished(() => closeTools(tools));
     const [start, , write] = tools as [any, any, any];
-    const started = await start.execute(start.validate({ argv: ["sh"] }), ctx());
-    const input = `echo build started # ${" ".repeat(300)}\ntouch HIDDEN\n`;
+    // A REPL that runs each line it reads (a shell reading stdin is refused by the command policy).
+    const started = await start.execute(start.validate({ argv: ["node", "-i"] }), ctx());
+    const input = `console.log("build started") // ${" ".repeat(300)}\nrequire("fs").writeFileSync("HIDDEN", "")\n`;
     await write.execute(write.validate({ id: started.id, input }), ctx());
     const req = seen[1]!;
     expect(req.tool).toBe("write_process");
     expect(req.stdin).toBe(input);
     // The MCP view shows every line, each on its own: the second line cannot hide.
     const message = mcp.asked[1]!;
-    expect(message).toContain('   2 "touch HIDDEN"');
+    expect(message).toContain(`   2 ${JSON.stringify('require("fs").writeFileSync("HIDDEN", "")')}`);
     expect(message).toContain("all 2 lines");
     // The yes covers it: the line runs.
     expect(await until(() => existsSync(join(root, "HIDDEN")))).toBe(true);
     // The summary (the audit's too) counts the input and never carries it.
     expect(req.summary).toBe(`write_process ${started.id}: ${Buffer.byteLength(input)} bytes, 2 lines`);
     const audit = events.find((e) => e.tool === "write_process")!;
-    expect(audit.summary).not.toContain("echo");
+    expect(audit.summary).not.toContain("console");
     expect(JSON.stringify(events)).not.toContain("HIDDEN");
   });
 
@@ -116,7 +116,7 @@ describe("a yes covers every byte of what runs", () => {
       onAudit: (e) => events.push(e),
     });
     // Fits the MCP message: asked, with both files' headers and the whole change of src/auth.js.
-    await tool.execute(tool.validate({ patch: paddedPatch(2000, 24) }), ctx());
+    await tool.execute(tool.validate({ patch: paddedPatch(["docs/notes.md"], 2000, 24) }), ctx());
     const req = seen[0]!;
     expect(req.summary).toBe("apply_patch 2 files: +2001 -1 (+docs/notes.md, src/auth.js)");
     expect(req.diff).toContain("+++ b/src/auth.js\n@@ -1,3 +1,3 @@\n export function allowed(token) {\n-  return check(token);\n+  return true;\n");
@@ -130,10 +130,10 @@ describe("a yes covers every byte of what runs", () => {
     // Too long for the MCP message: the approver still gets every byte, the view refuses
     // without asking, and nothing is written.
     await writeFile(join(root, "src/auth.js"), auth);
-    const patch = paddedPatch(2000, 60).replace("docs/notes.md", "docs/more.md");
+    const patch = paddedPatch(["docs/more.md", "docs/most.md"], 2000, 18);
     const err = await rejection(tool.execute(tool.validate({ patch }), ctx()));
     expect(err.code).toBe("APPROVAL_VIEW_INCOMPLETE");
-    expect(err.details.files.map((f: { path: string }) => f.path)).toEqual(["docs/more.md", "src/auth.js"]);
+    expect(err.details.files.map((f: { path: string }) => f.path)).toEqual(["docs/more.md", "docs/most.md", "src/auth.js"]);
     expect(seen[1]!.diff).toContain("-  return check(token);\n+  return true;\n");
     expect(mcp.asked).toHaveLength(1);
     expect(existsSync(join(root, "docs/more.md"))).toBe(false);
@@ -260,10 +260,15 @@ describe("provider adapters parse with the core", () => {
     await writeFile(join(root, "notes.txt"), "a\n");
     const { applyPatch } = await import("workcell/openai");
     const ap = applyPatch(createCodingTools(root));
-    for (const diff of [" *** Move to: conftest.py\n@@\n-a\n+b\n", "@@\n-a\n+b\n\t*** Delete File: notes.txt\n", "@@\n-a\n+b\n *** Add File: other.py\n+x\n"]) {
+    for (const [diff, other] of [
+      [" *** Move to: conftest.py\n@@\n-a\n+b\n", "conftest.py"],
+      ["\t*** Move to: conftest.py\n@@\n-a\n+b\n", "conftest.py"],
+      ["@@\n-a\n+b\n*** Add File: other.py\n+x\n", "other.py"],
+    ]) {
       const r = await ap.run({ type: "update_file", path: "notes.txt", diff });
       expect(r.status, diff).toBe("failed");
-      expect(r.output).toMatch(/PATCH_INVALID|TOOL_ARGUMENTS_INVALID/);
+      expect(r.output).toContain("PATCH_INVALID");
+      expect(r.output).toContain(other);
     }
     expect(existsSync(join(root, "conftest.py"))).toBe(false);
     expect(existsSync(join(root, "other.py"))).toBe(false);
