@@ -38,8 +38,11 @@ export declare class NativeProcessTable {
   write(id: string, input: string, closeStdin?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; bytes: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   list(): { processes: { id: string; argv: string[]; running: boolean; exitCode: number | null; signal: string | null; startedAt: string; durationMs: number }[] }
-  /** Ends every process and refuses new ones; resolves once they are gone. */
-  close(): Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /**
+   * Ends every process and refuses new ones; resolves once every tree is gone, with the ids
+   * of the processes still ending after the bound (normally none).
+   */
+  close(): Promise<{ ok: string[] } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
 }
 
 /** An open, identified workspace root. */
@@ -315,7 +318,7 @@ export interface SandboxDenialHint {
  * What the failed output of a confined process shows the sandbox refused, and the next
  * step: `null` for a success, an unconfined call or output without a denial.
  */
-export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean): SandboxDenialHint | null
+export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean, ports?: Array<number> | undefined | null): SandboxDenialHint | null
 
 /**
  * Simulates a system with fewer sandbox features (tests, diagnostics): each given value can

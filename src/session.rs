@@ -243,14 +243,12 @@ impl NativeProcessTable {
         Json(ProcessList { processes: self.table.list() })
     }
 
-    /// Ends every process and refuses new ones; resolves once they are gone.
-    #[napi(ts_return_type = "Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json<Outcome<()>>>> {
+    /// Ends every process and refuses new ones; resolves once every tree is gone, with the ids
+    /// of the processes still ending after the bound (normally none).
+    #[napi(ts_return_type = "Promise<{ ok: string[] } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json<Outcome<Vec<String>>>>> {
         let t = Arc::clone(&self.table);
-        spawn_json(env, Ok(()), move |()| async move {
-            t.close().await;
-            Ok(())
-        })
+        spawn_json(env, Ok(()), move |()| async move { Ok(t.close().await) })
     }
 }
 

@@ -5,7 +5,7 @@ import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
-import { createNodeProcessTool, createRunCommandTool, createRunTestsTool, sandboxDenials, sandboxSupport } from "../dist/index.js";
+import { closeTools, createCodingTools, createNodeProcessTool, createRunCommandTool, createRunTestsTool, sandboxDenials, sandboxSupport } from "../dist/index.js";
 import { ctx, tempWorkspace } from "./helpers.js";
 import { writeFile } from "node:fs/promises";
 
@@ -136,6 +136,40 @@ describe("sandbox-denial hints", () => {
       expect(h?.denials[0]?.kind, line).toBe(kind);
       expectSafeNote(h!.note, true);
       expect(sandboxDenials([line], true, "/work/ws", report, true), line).toBeUndefined();
+    }
+  });
+});
+
+// A dev server started by run_command failed with `listen EACCES 127.0.0.1:5173` and the result
+// said `denials: [{ kind: "write" }]` with "refused file access outside the workspace".
+describe("a refused listen", () => {
+  const server = (port: number) => ["node", "-e", `require('http').createServer().listen(${port}, '127.0.0.1').on('error', (e) => { console.error('Error: ' + e.message); process.exit(1) })`];
+  test.skipIf(!netBlocked)("a_refused_listen_is_a_network_denial_that_names_the_ports_the_host_allows", async () => {
+    const { root } = await tempWorkspace();
+    const withPorts = createCodingTools(root, { sessions: { ports: [5173] } });
+    const without = createCodingTools(root);
+    try {
+      for (const [tools, allowed] of [[withPorts, true], [without, false]] as const) {
+        const run = tools.find((t) => t.name === "run_command")!;
+        const r = (await run.execute(run.validate({ argv: server(5173) }), ctx())) as { exitCode: number; output: string; denials?: { kind: string }[]; note?: string };
+        expect(r.exitCode, r.output).not.toBe(0);
+        expect(r.output).toMatch(/listen E(ACCES|PERM)/);
+        expect(r.denials).toEqual([{ kind: "network" }]);
+        expect(r.note).not.toContain("outside the workspace");
+        if (allowed) expect(r.note).toContain("start_process and ports: [5173]");
+        else expect(r.note).toContain("Ports are not available here");
+      }
+    } finally {
+      await closeTools(withPorts);
+      await closeTools(without);
+    }
+  });
+  test("the_core_names_the_port_of_each_runtime's_listen_refusal", () => {
+    const report = { filesystem: "confined", network: "blocked" } as Parameters<typeof sandboxDenials>[3];
+    for (const [line, port] of [["Error: listen EACCES: permission denied 127.0.0.1:5173", 5173], ["listen tcp :8080: bind: permission denied", 8080]] as const) {
+      const h = sandboxDenials([line], false, "/work/ws", report, true, [port]);
+      expect(h?.denials).toEqual([{ kind: "network" }]);
+      expect(h?.note).toContain(`start_process and ports: [${port}]`);
     }
   });
 });

@@ -108,6 +108,32 @@ describe("node_process: running", () => {
     expect(out.exitCode).toBe(0);
     expect((await readdir(root)).sort()).toEqual(["lib.js", "out.txt"]);
   });
+
+  // `import('vite')` failed in node_process on a read of /proc/sys/fs/binfmt_misc/WSLInterop
+  // that Node's permission model refused, while run_command (Landlock only) could read it.
+  test("a_package_probing_the_system_is_not_refused_by_the_permission_model_where_landlock_allows_the_read", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root, { timeoutMs: 10_000 });
+    const probe = (path: string, op: "read" | "list" | "write") =>
+      `try { require('fs').${op === "read" ? "readFileSync" : op === "list" ? "readdirSync" : "writeFileSync"}(${JSON.stringify(path)}${op === "write" ? ", 'x'" : ""}); console.log('ok') } catch (e) { console.log(e.code) }`;
+    const cases: [string, "read" | "list" | "write"][] = [
+      ["/proc/sys/fs/binfmt_misc/WSLInterop", "read"],
+      ["/etc/passwd", "read"],
+      ["/usr/lib", "list"],
+      ["/tmp", "list"],
+      ["/usr/workcell-never", "write"],
+    ];
+    const out = await run(tool, cases.map(([p, op]) => probe(p, op)).join(";\n"));
+    const codes = out.stdout.trim().split("\n");
+    if (!out.sandbox.nodePermission || out.sandbox.filesystem !== "confined") return;
+    // What every confined process may read: the kernel's answer, never the permission model's.
+    expect(codes[0], out.stderr).not.toBe("ERR_ACCESS_DENIED");
+    expect(codes[1]).toBe("ok");
+    expect(codes[2]).toBe("ok");
+    // What stays refused: reads outside the system directories and every write outside.
+    expect(codes[3]).toBe("ERR_ACCESS_DENIED");
+    expect(codes[4]).toBe("ERR_ACCESS_DENIED");
+  });
 });
 
 describe("node_process: environment", () => {

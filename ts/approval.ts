@@ -640,8 +640,13 @@ export class Gate {
    * Sandbox-denial hints for a process result (decided in the core): `{ denials, note }` when
    * the confined process failed and its output shows a refusal, else undefined.
    */
-  denials(outputs: string[], exitOk: boolean, sandbox: SandboxReport): { denials: { kind: "write" | "read" | "network"; path?: string }[]; note: string } | undefined {
-    return sandboxDenials(outputs, exitOk, this.#root, sandbox, this.grantsAllowed);
+  denials(
+    outputs: string[],
+    exitOk: boolean,
+    sandbox: SandboxReport,
+    ports: readonly number[] = [],
+  ): { denials: { kind: "write" | "read" | "network"; path?: string }[]; note: string } | undefined {
+    return sandboxDenials(outputs, exitOk, this.#root, sandbox, this.grantsAllowed, ports);
   }
 
   get factory(): string {
@@ -656,8 +661,9 @@ export function sandboxDenials(
   root: string,
   sandbox: SandboxReport,
   grantsAllowed: boolean,
+  ports: readonly number[] = [],
 ): { denials: { kind: "write" | "read" | "network"; path?: string }[]; note: string } | undefined {
-  const h = binding.sandboxDenials(outputs, exitOk, root, sandbox.filesystem === "confined", sandbox.network === "blocked", grantsAllowed);
+  const h = binding.sandboxDenials(outputs, exitOk, root, sandbox.filesystem === "confined", sandbox.network === "blocked", grantsAllowed, [...ports]);
   if (!h) return undefined;
   return {
     denials: h.denials.map((d) => {

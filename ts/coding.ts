@@ -21,7 +21,7 @@ import {
 } from "./file-ops.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
-import { PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
+import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
 // The factories of the set and their types, exported by the package's entry point through
@@ -160,9 +160,11 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
   const guard = { ...base, ...defined(options.guard) };
   // run_command's description says what the sandbox does; node_process's and run_tests's
   // refer to it when theirs would say the same.
-  const sessions = createProcessTools(root, { ...processes, ...options.sessions });
-  // The tool set's processes may connect to the ports its sessions listen on.
-  const ports = { [PORT_GROUP]: portGroupOf(sessions) };
+  const sessionsOptions = { ...processes, ...options.sessions };
+  const sessions = createProcessTools(root, sessionsOptions);
+  // The tool set's processes may connect to the ports its sessions listen on, and a refused
+  // listen names the ports its sessions may ask for.
+  const ports = { [PORT_GROUP]: portGroupOf(sessions), [LISTEN_PORTS]: [...(sessionsOptions.ports ?? [])] };
   const runCommand = { ...processes, ...options.runCommand, ...ports };
   const said: SandboxSaid = { tool: "run_command", sandbox: runCommand.sandbox ?? "auto", network: runCommand.network ?? false };
   return [

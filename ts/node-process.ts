@@ -1,6 +1,6 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, type NativeSandboxOptions, type NodePermissionSupport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, type NativeSandboxOptions, type NodePermissionSupport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { NODE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
@@ -206,7 +206,7 @@ export function createNodeProcessTool(
       const out: NodeProcessOutput = await callCore(context?.signal, (cancel) =>
         ws.nodeProcess(input.source, input.arguments ?? [], { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
       );
-      const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox);
+      const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox, listenPorts(options));
       if (hint) {
         out.denials = hint.denials;
         out.note = hint.note;

@@ -221,13 +221,19 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   const gate = new Gate(T, options, ws.canonical);
   const summary = (argv: readonly string[]) => argv.map((a) => (/^[\w./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
   let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => (closed ??= table.close().then(() => undefined));
+  // Resolves once every process tree is gone; one still ending after the core's bound (a few
+  // seconds: a process stuck in the kernel) is named in a warning rather than waited for.
+  const close = (): Promise<void> =>
+    (closed ??= table.close().then((r) => {
+      const left = "ok" in r ? r.ok : [];
+      if (left.length) process.emitWarning(`workcell: closeTools: process ${left.join(", ")} was still ending after the wait; its tree was sent SIGKILL`, { code: "WORKCELL_CLOSE_LEFT" });
+    }));
   // A process that exited non-zero on a sandbox refusal gets the denial hints, as the other
   // process tools' results do (decided in the core; none while it runs or after a clean exit).
   const output = (v: CoreProcessOutput): ProcessOutput => {
     const out = v as ProcessOutput;
     if (out.running || out.exitCode === null || out.exitCode === 0) return out;
-    const hint = gate.denials([out.output], false, out.sandbox);
+    const hint = gate.denials([out.output], false, out.sandbox, ports);
     if (hint) {
       out.denials = hint.denials;
       out.note = out.note === undefined ? hint.note : `${out.note} ${hint.note}`;

@@ -4,7 +4,7 @@ import { sep } from "node:path";
 import { ToolError } from "./errors.js";
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, describeSandbox, describeSandboxCompact, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, listenPorts, describeSandbox, describeSandboxCompact, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -290,7 +290,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
         ws.runCommand(input.argv, input.cwd, input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
       );
       const notes: string[] = out.note != null ? [out.note] : [];
-      const hint = gate.denials([out.output], out.exitCode === 0, out.sandbox);
+      const hint = gate.denials([out.output], out.exitCode === 0, out.sandbox, listenPorts(options));
       if (hint) {
         out.denials = hint.denials;
         notes.push(hint.note);

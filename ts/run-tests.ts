@@ -5,7 +5,7 @@ import { ToolError } from "./errors.js";
 import { callCore, fromThrown, openWorkspace } from "./native.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
-import { SANDBOX_OPTIONS, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
+import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
@@ -239,7 +239,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         ws.runTests(input.runner, input.args ?? [], input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
       );
       const notes: string[] = out.note != null ? [out.note] : [];
-      const hint = gate.denials([out.report, ...out.failures.map((f) => f.output), ...out.buildErrors], out.status === "passed", out.sandbox);
+      const hint = gate.denials([out.report, ...out.failures.map((f) => f.output), ...out.buildErrors], out.status === "passed", out.sandbox, listenPorts(options));
       if (hint) {
         out.denials = hint.denials;
         notes.push(hint.note);

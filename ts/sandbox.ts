@@ -184,6 +184,18 @@ export interface NativeSandboxOptions {
  */
 export const PORT_GROUP: unique symbol = Symbol("workcell.portGroup");
 
+/**
+ * Internal: the key under which `createCodingTools` tells the tool set's other process tools
+ * which ports its process sessions may listen on (named in the note of a refused `listen`).
+ */
+export const LISTEN_PORTS: unique symbol = Symbol("workcell.listenPorts");
+
+/** The ports a tool's refused `listen` may be pointed to: its sessions' allowed ports. */
+export function listenPorts(options: object): number[] {
+  const ports = (options as { [LISTEN_PORTS]?: unknown })[LISTEN_PORTS];
+  return Array.isArray(ports) ? ports.filter((p): p is number => Number.isSafeInteger(p)) : [];
+}
+
 function grantPaths(value: readonly string[] | undefined): string[] {
   if (value === undefined) return [];
   return value.map((p: string) => {

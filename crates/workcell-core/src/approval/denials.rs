@@ -7,8 +7,10 @@
 //!   `EACCES`, `EPERM`, `EROFS` -> kind `"write"`, or `"read"` when the line says it was reading
 //!   (`read`, `scandir`, `stat`, `cat:`, `ls:`, `opendir` without any writing word);
 //! - network: `could not resolve host`, `ECONNREFUSED`, `network is unreachable`,
-//!   `ENETUNREACH`, `getaddrinfo`, `EAI_AGAIN`, `name or service not known`, and a `connect`
-//!   refused with `EACCES` or `EPERM` (how Landlock's TCP rules show) -> kind `"network"`.
+//!   `ENETUNREACH`, `getaddrinfo`, `EAI_AGAIN`, `name or service not known`, and a `connect`,
+//!   `listen` or `bind` refused with `EACCES` or `EPERM` (how Landlock's TCP rules show) -> kind
+//!   `"network"`. A refused `listen`/`bind` names its port in the note: a server needs
+//!   start_process with `ports` (when the host allows that port), never a grant of files.
 //!
 //! A file-system denial counts only while the call's file system was confined, a network one
 //! only while its network was blocked. Each denial names the absolute paths outside the
@@ -39,12 +41,14 @@ pub struct DenialHint {
 }
 
 /// What confined the call (from its sandbox report) and what the host allows.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SandboxState {
     pub filesystem_confined: bool,
     pub network_blocked: bool,
     /// The host lets the model ask for grants (`approvalFor.grant: "ask"`).
     pub grants: bool,
+    /// The TCP ports the host lets a process session listen on (`ports` of start_process).
+    pub ports: Vec<u16>,
 }
 
 const FS_MARKERS: &[&str] = &[
@@ -77,9 +81,50 @@ const WRITE_WORDS: &[&str] = &[
     "symlink", "copyfile", "utime", "open",
 ];
 
+/// Whether `line` has `word` with no letter, digit or `_` right before or after it.
+fn has_word(line: &str, word: &str) -> bool {
+    let b = line.as_bytes();
+    let alnum = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    line.match_indices(word).any(|(i, _)| !alnum(if i == 0 { None } else { b.get(i - 1) }) && !alnum(b.get(i + word.len())))
+}
+
+fn refused(line: &str) -> bool {
+    line.contains("eacces") || line.contains("eperm") || line.contains("permission denied") || line.contains("operation not permitted")
+}
+
 fn is_network(line: &str) -> bool {
-    NET_MARKERS.iter().any(|m| line.contains(m))
-        || (line.contains("connect") && (line.contains("eacces") || line.contains("eperm") || line.contains("permission denied") || line.contains("operation not permitted")))
+    NET_MARKERS.iter().any(|m| line.contains(m)) || (line.contains("connect") && refused(line)) || listen_refused(line)
+}
+
+/// A refused `listen` or `bind` (Node: `listen EACCES: permission denied 127.0.0.1:5173`;
+/// Python: `PermissionError: [Errno 13] ... bind`; Go: `listen tcp :8080: bind: permission denied`).
+fn listen_refused(line: &str) -> bool {
+    (has_word(line, "listen") || has_word(line, "bind")) && refused(line)
+}
+
+/// The port a refused `listen`/`bind` line names: the digits after the last `:` of an
+/// address (`127.0.0.1:5173`, `[::1]:5173`, `:8080`).
+fn listen_port(line: &str) -> Option<u16> {
+    let b = line.as_bytes();
+    let mut found = None;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b':' {
+            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let after = b.get(i + 1 + digits).copied();
+            if digits > 0 && digits <= 5 && after != Some(b'.') && !after.is_some_and(|c| c.is_ascii_alphanumeric()) {
+                if let Ok(p) = line[i + 1..i + 1 + digits].parse::<u16>() {
+                    if p > 0 {
+                        found = Some(p);
+                    }
+                }
+            }
+            i += 1 + digits;
+        } else {
+            i += 1;
+        }
+    }
+    found
 }
 
 fn fs_kind(line: &str) -> Option<&'static str> {
@@ -151,6 +196,8 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
         return None;
     }
     let mut denials: Vec<Denial> = Vec::new();
+    let mut listens: Vec<u16> = Vec::new();
+    let mut listen_unknown = false;
     let push = |d: Denial, denials: &mut Vec<Denial>| {
         if denials.len() < MAX_DENIALS && !denials.contains(&d) {
             denials.push(d);
@@ -175,6 +222,13 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
                 } else {
                     continue;
                 };
+                if kind == "network" && listen_refused(&line) {
+                    match listen_port(&line) {
+                        Some(p) if !listens.contains(&p) && listens.len() < MAX_DENIALS => listens.push(p),
+                        Some(_) => {}
+                        None => listen_unknown = true,
+                    }
+                }
                 let mut paths = if kind == "network" { Vec::new() } else { paths_in(raw, root) };
                 if kind != "network" && paths.is_empty() {
                     // The error's own fields, a few lines on (only `resource:`, `path:` and
@@ -205,7 +259,50 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
     if denials.is_empty() {
         return None;
     }
-    Some(DenialHint { note: note(&denials, state.grants), denials })
+    let only_listening = (!listens.is_empty() || listen_unknown) && denials.iter().all(|d| d.kind == "network") && !network_beyond_listening(outputs);
+    let note = if only_listening { listen_note(&listens, &state.ports) } else { note(&denials, state.grants) };
+    Some(DenialHint { note, denials })
+}
+
+/// Whether the output shows a network refusal other than a refused `listen`/`bind` (a lookup,
+/// a connection), which grants of the network would help with.
+fn network_beyond_listening(outputs: &[&str]) -> bool {
+    outputs.iter().any(|o| {
+        let (head, tail) = scanned(o);
+        [head, tail].iter().any(|part| {
+            part.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                is_network(&l) && !listen_refused(&l)
+            })
+        })
+    })
+}
+
+/// The note for a process refused to listen: the network grant does not help (a confined
+/// process never listens); a process session with `ports` does, where the host allows them.
+fn listen_note(listens: &[u16], allowed: &[u16]) -> String {
+    let named = listens.iter().map(u16::to_string).collect::<Vec<_>>().join(", ");
+    let mut s = if named.is_empty() {
+        "The sandbox refused listening on a port (a network denial: a confined process may listen only on ports its process session was started with). ".to_string()
+    } else {
+        format!("The sandbox refused listening on port {named} (a network denial: a confined process may listen only on ports its process session was started with). ")
+    };
+    if allowed.is_empty() {
+        s.push_str("Ports are not available here: the host allows no listening ports, so run what needs a server another way (a test that does not listen, or ask the user to start the server).");
+        return s;
+    }
+    let fits: Vec<u16> = listens.iter().copied().filter(|p| allowed.contains(p)).collect();
+    let allowed_s = allowed.iter().map(u16::to_string).collect::<Vec<_>>().join(", ");
+    if !fits.is_empty() && fits.len() == listens.len() {
+        let list = fits.iter().map(u16::to_string).collect::<Vec<_>>().join(", ");
+        s.push_str(&format!("Next step: start it with start_process and ports: [{list}]; then the tool set's other commands can connect to it."));
+    } else {
+        let example = listens.first().map(|_| allowed[0]).unwrap_or(allowed[0]);
+        s.push_str(&format!(
+            "Next step: make it listen on a port the host allows ({allowed_s}) and start it with start_process and ports: [{example}]."
+        ));
+    }
+    s
 }
 
 fn note(denials: &[Denial], grants: bool) -> String {
@@ -259,7 +356,7 @@ mod tests {
 
     const ROOT: &str = "/work/ws";
     fn st(grants: bool) -> SandboxState {
-        SandboxState { filesystem_confined: true, network_blocked: true, grants }
+        SandboxState { filesystem_confined: true, network_blocked: true, grants, ports: Vec::new() }
     }
     fn hint(out: &str) -> Option<DenialHint> {
         denial_hint(&[out], false, Path::new(ROOT), st(true))
@@ -319,10 +416,10 @@ mod tests {
     fn success_unconfined_or_clean_output_gets_nothing() {
         let line = "touch: cannot touch '/etc/x': Permission denied";
         assert!(denial_hint(&[line], true, Path::new(ROOT), st(true)).is_none());
-        let open = SandboxState { filesystem_confined: false, network_blocked: false, grants: true };
+        let open = SandboxState { filesystem_confined: false, network_blocked: false, grants: true, ports: Vec::new() };
         assert!(denial_hint(&[line], false, Path::new(ROOT), open).is_none());
-        let net_open = SandboxState { filesystem_confined: true, network_blocked: false, grants: true };
-        assert!(denial_hint(&["curl: (6) Could not resolve host: x"], false, Path::new(ROOT), net_open).is_none());
+        let net_open = SandboxState { filesystem_confined: true, network_blocked: false, grants: true, ports: Vec::new() };
+        assert!(denial_hint(&["curl: (6) Could not resolve host: x"], false, Path::new(ROOT), net_open.clone()).is_none());
         assert!(hint("error: test failed, expected 1 got 2").is_none());
     }
 
@@ -332,5 +429,44 @@ mod tests {
         assert!(h.note.contains("Next step: work inside the workspace"), "{}", h.note);
         assert!(!h.note.contains("grants"), "{}", h.note);
         assert!(h.note.ends_with("ask the user to run it outside the sandbox."));
+    }
+
+    /// A dev server refused `listen` was reported as a file write outside the workspace, and the
+    /// note sent the model to grants of files.
+    #[test]
+    fn a_refused_listen_is_a_network_denial_naming_its_port() {
+        let lines = [
+            "Error: listen EACCES: permission denied 127.0.0.1:5173",
+            "Error: listen EPERM: operation not permitted 0.0.0.0:3000",
+            "listen tcp :8080: bind: permission denied",
+            "PermissionError: [Errno 13] Permission denied (bind to [::1]:4000)",
+        ];
+        let ports = [5173u16, 3000, 8080, 4000];
+        for (line, port) in lines.iter().zip(ports) {
+            let allowed = SandboxState { ports: vec![port], ..st(true) };
+            let h = denial_hint(&[line], false, Path::new(ROOT), allowed).unwrap_or_else(|| panic!("no hint for {line}"));
+            assert_eq!(h.denials, vec![Denial { kind: "network", path: None }], "{line}");
+            assert!(h.note.contains(&format!("port {port}")), "{}", h.note);
+            assert!(h.note.contains(&format!("start_process and ports: [{port}]")), "{}", h.note);
+            assert!(!h.note.contains("outside the workspace") && !h.note.contains("writePaths"), "{}", h.note);
+            // No ports allowed: says so, suggests no grant.
+            let h = denial_hint(&[line], false, Path::new(ROOT), st(true)).unwrap();
+            assert!(h.note.contains("Ports are not available here"), "{}", h.note);
+            assert!(!h.note.contains("grants"), "{}", h.note);
+            // Other ports allowed: names them.
+            let other = SandboxState { ports: vec![9000, 9001], ..st(true) };
+            let h = denial_hint(&[line], false, Path::new(ROOT), other).unwrap();
+            assert!(h.note.contains("(9000, 9001)") && h.note.contains("ports: [9000]"), "{}", h.note);
+        }
+        // `bind` inside another word is no socket call.
+        let h = hint("Error: EACCES: permission denied, open '/opt/binding.node'").unwrap();
+        assert_eq!(h.denials[0].kind, "write");
+        // A refused listen beside a refused lookup still gets the network grant's note.
+        let both = "Error: listen EACCES: permission denied 127.0.0.1:5173\ncurl: (6) Could not resolve host: x";
+        let h = denial_hint(&[both], false, Path::new(ROOT), st(true)).unwrap();
+        assert!(h.note.contains("network: true"), "{}", h.note);
+        // A blocked network is what makes it a denial.
+        let net_open = SandboxState { network_blocked: false, ..st(true) };
+        assert!(denial_hint(&[lines[0]], false, Path::new(ROOT), net_open).is_none());
     }
 }

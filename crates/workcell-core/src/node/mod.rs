@@ -297,13 +297,19 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
 }
 
 /// Node's permission flags for this call (the second layer), when the sandbox is on and the
-/// host's Node.js has the permission model: the workspace and the host's grants.
+/// host's Node.js has the permission model: the workspace and the host's grants; where Landlock
+/// confines the child too, also what Landlock lets every confined process read (the system
+/// directories, the harmless `/proc` and `/sys` entries runtimes probe, the random devices), so
+/// a package that probes the system (`/proc/sys/fs/binfmt_misc/...`) loads as it does under
+/// run_command. Without Landlock this layer is the only one, and it stays the workspace alone.
 fn permission_flags(opts: &NodeOptions, root: &Path, landlock: bool) -> Option<Vec<OsString>> {
     if opts.sandbox.mode == sandbox::Mode::Off {
         return None;
     }
     let np = opts.node_permission.as_ref()?;
-    let read: Vec<&Path> = opts.sandbox.read_paths.iter().map(PathBuf::as_path).collect();
+    let system: Vec<PathBuf> = if landlock { sandbox::paths::system_read_paths() } else { Vec::new() };
+    let mut read: Vec<&Path> = system.iter().map(PathBuf::as_path).collect();
+    read.extend(opts.sandbox.read_paths.iter().map(PathBuf::as_path));
     let mut write: Vec<&Path> = vec![root];
     write.extend(opts.sandbox.write_paths.iter().map(PathBuf::as_path));
     np.args(&read, &write, landlock)

@@ -82,6 +82,18 @@ pub fn system_grants() -> Vec<Grant> {
     grants
 }
 
+/// The paths [`system_grants`] lets every confined process read (not the writable devices),
+/// that exist: what node_process's permission model also allows where Landlock confines it.
+pub fn system_read_paths() -> Vec<PathBuf> {
+    system_grants()
+        .into_iter()
+        .filter(|g| matches!(g.access, Access::ReadExecute | Access::DeviceRead) && g.path.exists())
+        // A name Node's flag parser would misread is left out (never the whole layer).
+        .filter(|g| !g.path.as_os_str().as_encoded_bytes().iter().any(|b| matches!(b, b',' | b'*')))
+        .map(|g| g.path)
+        .collect()
+}
+
 /// Read-and-execute grants for a program: its directory as given and as resolved, and
 /// `<prefix>/lib/node_modules` beside a `<prefix>/bin`.
 pub fn program_grants(program: &Path) -> Vec<Grant> {

@@ -24,6 +24,9 @@ use crate::sandbox::ports::PortLease;
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 /// After the process exits, how long the output may stay open before its holders are killed.
 const EXIT_GRACE: Duration = Duration::from_millis(100);
+/// How long a session that ended waits for the rest of its tree to be gone (the namespace's
+/// init collected, or no process left in its group) before it is reported done anyway.
+pub const TREE_GONE_WAIT: Duration = Duration::from_secs(5);
 /// Bytes read at once.
 const CHUNK: usize = 64 * 1024;
 
@@ -119,6 +122,36 @@ fn signal_program(pgid: i32, namespace: bool, sig: i32) -> bool {
     false
 }
 
+/// Waits at most `bound` until the session's tree is gone: with a namespace, until its init has
+/// exited (the kernel empties the namespace first); without one, until no process is left in
+/// its process group (SIGKILLed again meanwhile). True when it is gone.
+pub fn wait_tree_gone(pgid: i32, init: Option<&OwnedFd>, bound: Duration) -> bool {
+    let until = Instant::now() + bound;
+    loop {
+        let gone = match init {
+            Some(fd) => {
+                let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                let ms = until.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32;
+                // SAFETY: poll on a pidfd this thread owns; readable once the process exited.
+                unsafe { libc::poll(&mut p, 1, ms) > 0 && p.revents != 0 }
+            }
+            None => {
+                crate::process::kill::kill_group(pgid);
+                // SAFETY: kill(2) with signal 0 only asks whether a process of the group exists.
+                let empty = pgid <= 1 || unsafe { libc::kill(-pgid, 0) } != 0;
+                if !empty && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                empty
+            }
+        };
+        if gone || Instant::now() >= until {
+            return gone;
+        }
+    }
+}
+
 fn children(pid: i32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect())
@@ -204,6 +237,13 @@ pub fn start(s: Start) -> std::io::Result<Arc<Shared>> {
         return Err(std::io::Error::other("pidfd_open failed"));
     };
     let (wake_r, wake_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)?;
+    // The namespace's init (C's child, started before the program ran): its exit comes after the
+    // kernel emptied the namespace, so the session is done only once it is readable.
+    let init = if namespace {
+        children(pid).into_iter().next().and_then(|i| rustix::process::Pid::from_raw(i)).and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::NONBLOCK).ok())
+    } else {
+        None
+    };
     let janitor = Janitor::start(if namespace { 0 } else { pid }, scratch.path());
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
@@ -222,7 +262,7 @@ pub fn start(s: Start) -> std::io::Result<Arc<Shared>> {
         pgid: pid,
         namespace,
     });
-    let sup = Supervisor { shared: Arc::clone(&shared), output, pidfd, wake: wake_r, deadline: started + timeout, tty, scratch, lease, janitor, _net: net, _resources: resources };
+    let sup = Supervisor { shared: Arc::clone(&shared), output, pidfd, init, wake: wake_r, deadline: started + timeout, tty, scratch, lease, janitor, _net: net, _resources: resources };
     let spawned = std::thread::Builder::new().name("workcell-session".into()).stack_size(256 * 1024).spawn(move || sup.run());
     if let Err(e) = spawned {
         // The supervisor (moved into the closure) was dropped: end the process here.
@@ -243,6 +283,8 @@ struct Supervisor {
     shared: Arc<Shared>,
     output: OwnedFd,
     pidfd: OwnedFd,
+    /// The namespace's init, where there is one.
+    init: Option<OwnedFd>,
     wake: OwnedFd,
     deadline: Instant,
     tty: bool,
@@ -257,7 +299,7 @@ struct Supervisor {
 
 impl Supervisor {
     fn run(self) {
-        let Supervisor { shared, output, pidfd, wake, deadline, tty, scratch, lease, janitor, _net, _resources } = self;
+        let Supervisor { shared, output, pidfd, init, wake, deadline, tty, scratch, lease, janitor, _net, _resources } = self;
         let mut output = Some(output);
         let inode = output.as_ref().and_then(crate::process::kill::pipe_inode);
         let mut strip = tty.then(Stripper::default);
@@ -356,6 +398,9 @@ impl Supervisor {
             }
         }
         drop(output);
+        // Done means the whole tree is gone, not only the process the host started: wait
+        // (bounded) for the namespace's init, or for the process group to be empty.
+        wait_tree_gone(shared.pgid, init.as_ref(), TREE_GONE_WAIT);
         drop(scratch);
         drop(lease);
         drop(janitor);

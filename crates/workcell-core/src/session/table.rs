@@ -416,11 +416,15 @@ impl ProcessTable {
     }
 
     /// Ends every process (SIGKILL to each whole tree) and refuses new ones; resolves once
-    /// each is gone with its scratch directory (at most a few seconds).
-    pub async fn close(&self) {
+    /// each whole tree is gone (every process of its namespace or group, not only the one
+    /// started) with its scratch directory, or after a bound of a few seconds: then with the
+    /// ids of the processes whose tree was still ending.
+    pub async fn close(&self) -> Vec<String> {
+        let ids: Vec<String> = self.lock().entries.iter().map(|e| e.id.clone()).collect();
         let shared = self.close_now();
-        let until = tokio::time::Instant::now() + Duration::from_secs(5);
-        for s in shared {
+        let until = tokio::time::Instant::now() + super::run::TREE_GONE_WAIT + Duration::from_secs(2);
+        let mut left = Vec::new();
+        for (id, s) in ids.into_iter().zip(shared) {
             loop {
                 let notified = s.changed.notified();
                 tokio::pin!(notified);
@@ -429,10 +433,12 @@ impl ProcessTable {
                     break;
                 }
                 if tokio::time::timeout_at(until, notified).await.is_err() {
+                    left.push(id);
                     break;
                 }
             }
         }
+        left
     }
 
     /// Kills every process now (without waiting) and refuses new ones.

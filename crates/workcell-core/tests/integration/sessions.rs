@@ -455,3 +455,52 @@ async fn a_granted_write_path_opens_for_that_session_only_the_next_start_is_refu
     assert_eq!((out.exit_code, out.sandbox.filesystem), (Some(0), workcell_core::sandbox::Filesystem::Open));
     assert_nothing_left(&f, &mark);
 }
+
+/// `closeTools` resolved while processes of a session's tree were still alive (a fresh-clone
+/// run on a loaded machine saw one): the table was done once the process it started was
+/// collected and the output pipe closed, while the kernel was still killing the rest of the
+/// namespace (or group). Now close resolves only when every tree is gone: a single look
+/// right after it finds nothing, with two threads keeping both cores busy meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_resolves_only_once_every_process_of_every_tree_is_gone_under_load() {
+    let f = fixture(&[]);
+    let mark = marker("wc-sess");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let burners: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    std::hint::black_box(x);
+                }
+            })
+        })
+        .collect();
+    // Many processes that do not hold the output pipe, so its end says nothing about them.
+    let tree = "for i in $(seq 40); do sleep 300 </dev/null >/dev/null 2>&1 & done; echo up; sleep 300";
+    for namespace in [true, false] {
+        let t = table_for(&f, &mark, |o| {
+            if !namespace {
+                o.command.sandbox.limit = Some(Features { pid_namespace: false, ..Features::detect() });
+            }
+        });
+        let c = Cancel::new();
+        for _ in 0..3 {
+            let mut req = start(&["sh", "-c", tree]);
+            req.wait_for = Some("up".into());
+            req.wait_ms = Some(30_000.0);
+            assert!(t.start(&req, &c).await.unwrap().matched);
+        }
+        assert!(common::alive_with(&mark).len() >= 120, "the trees run");
+        let left = t.close().await;
+        let alive = common::alive_with(&mark);
+        assert!(alive.is_empty() && left.is_empty(), "namespace {namespace}: alive right after close: {alive:?}, reported left: {left:?}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for b in burners {
+        b.join().unwrap();
+    }
+    assert_nothing_left(&f, &mark);
+}
