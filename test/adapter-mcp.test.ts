@@ -5,7 +5,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { CreateTaskResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, test } from "vitest";
 import { EFFECT_ANNOTATIONS, createMcpServer } from "workcell/mcp";
-import { ToolRegistry, createCodingTools, createReadTool, type Tool } from "../dist/index.js";
+import { ToolRegistry, closeTools, createCodingTools, createReadTool, type Tool } from "../dist/index.js";
 import { workspaceWithFile } from "./helpers.js";
 
 const open: { close(): Promise<void> }[] = [];
@@ -113,6 +113,21 @@ describe("createMcpServer", () => {
       expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true });
     }
     expect(a.run_tests).toMatchObject({ readOnlyHint: false, openWorldHint: false }); // the override wins
+  });
+
+  // read_process and list_processes were marked destructive and not read-only, so clients that
+  // approve read-only tools on their own asked for every poll of a process's output.
+  test("read_process_and_list_processes_are_read_only_in_mcp_while_stop_and_start_stay_process_tools", async () => {
+    const { root } = await workspaceWithFile();
+    const tools = createCodingTools(root);
+    try {
+      const client = await connect(createMcpServer(tools));
+      const a = Object.fromEntries((await client.listTools()).tools.map((t) => [t.name, t.annotations]));
+      for (const n of ["read_process", "list_processes"]) expect(a[n]).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+      for (const n of ["start_process", "write_process", "stop_process"]) expect(a[n]).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    } finally {
+      await closeTools(tools);
+    }
   });
 
   test("tools/call returns the output's JSON as text", async () => {

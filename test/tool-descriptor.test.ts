@@ -21,7 +21,7 @@ function wrongType(schema: JsonSchema): unknown {
 }
 
 describe("tool descriptor", () => {
-  test("every tool has an effect: read for the readers, write for the writers, process for the rest", async () => {
+  test("every tool has an effect: read for the readers (read_process and list_processes included), write for the writers, process for the rest", async () => {
     const { root } = await tempWorkspace();
     const effects = Object.fromEntries(createCodingTools(root).map((t) => [t.name, t.effect]));
     expect(effects).toEqual({
@@ -38,10 +38,10 @@ describe("tool descriptor", () => {
       run_command: "process",
       run_tests: "process",
       start_process: "process",
-      read_process: "process",
+      read_process: "read",
       write_process: "process",
       stop_process: "process",
-      list_processes: "process",
+      list_processes: "read",
     });
     expect(effectOf({})).toBe("process");
     expect(effectOf({ effect: "bogus" as never })).toBe("process");

@@ -197,6 +197,11 @@ export interface ProcessSpec<I, O> {
    * stop_process, list_processes): `approvalFor` never makes it ask; rules still decide it.
    */
   follows?: true;
+  /**
+   * The effect the tool itself declares when it is not "process": read_process and
+   * list_processes only read what a process printed (audited and annotated as "read").
+   */
+  declared?: ToolEffect;
   grants(input: I): Grants | undefined;
   /** Runs the call with these grants (this call's and the remembered ones, merged). */
   run(input: I, context: ToolContext, grants: Grants | undefined): Promise<O>;
@@ -550,7 +555,8 @@ export class Gate {
           summary = tool;
         }
       }
-      const out: AuditEvent = { time: new Date(started).toISOString(), tool, effect: spec.effect, summary, durationMs: Date.now() - started };
+      const effect = spec.effect === "process" && spec.declared ? spec.declared : spec.effect;
+      const out: AuditEvent = { time: new Date(started).toISOString(), tool, effect, summary, durationMs: Date.now() - started };
       if (event.decision !== undefined) out.decision = event.decision;
       if (event.hashes !== undefined) out.hashes = { ...event.hashes };
       if (event.code !== undefined) out.code = event.code;

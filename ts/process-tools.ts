@@ -11,7 +11,7 @@ import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonT
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec } from "./approval.js";
 import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
-import type { AnyTool, Tool, ToolContext } from "./tool.js";
+import type { AnyTool, Tool, ToolContext, ToolEffect } from "./tool.js";
 
 export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /** Host variables the processes may see (as run_command's `inheritEnv`). */
@@ -281,8 +281,9 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     grants: () => undefined,
     run: (i, context) => callCore(context?.signal, (c) => table.write(i.id, i.input, i.closeStdin, c)),
   };
-  const follow = <I, O>(summary: (i: I) => string, run: (i: I, context: ToolContext) => Promise<O>): ProcessSpec<I, O> => ({
+  const follow = <I, O>(summary: (i: I) => string, run: (i: I, context: ToolContext) => Promise<O>, declared: ToolEffect = "process"): ProcessSpec<I, O> => ({
     effect: "process",
+    declared,
     follows: true,
     describe: (i) => ({ argv: [], summary: summary(i) }),
     grants: () => undefined,
@@ -291,6 +292,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   const readSpec = follow<ReadProcessInput, ProcessOutput>(
     (i) => `read_process ${i.id}`,
     async (i, context) => output(await callCore(context?.signal, (c) => table.read(i.id, i.cursor, i.waitFor, i.waitMs, c))),
+    "read",
   );
   const stopSpec = follow<StopProcessInput, ProcessOutput>(
     (i) => `stop_process ${i.id}${i.signal ? ` ${i.signal}` : ""}`,
@@ -302,6 +304,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       if (context?.signal?.aborted) throw abortError(context.signal);
       return table.list();
     },
+    "read",
   );
   const start: Tool<StartProcessInput, ProcessOutput> = {
     name: "start_process",
@@ -329,9 +332,11 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
+  // Reading a process's output or the list changes nothing: effect "read" (MCP clients that
+  // approve read-only tools on their own do not ask for them); stopping one is a process call.
   const read: Tool<ReadProcessInput, ProcessOutput> = {
     name: "read_process",
-    effect: "process",
+    effect: "read",
     description: full(
       "Read a process's output since your last read (or since cursor), with running and exit status. Returns on new output (or once waitFor matches), at exit, or after waitMs.",
       "cursor counts bytes since the start; output no longer kept is shown as [N bytes omitted]. An unknown id is PROCESS_NOT_FOUND; list_processes shows the ids.",
@@ -376,7 +381,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   };
   const list: Tool<Record<string, never>, { processes: ProcessInfo[] }> = {
     name: "list_processes",
-    effect: "process",
+    effect: "read",
     description: full(
       "List the started processes, running and recently finished (kept 10 minutes), with id, argv, running, exitCode, signal, startedAt and durationMs.",
       "At most 32 finished ones are kept; startedAt is an ISO 8601 time.",
