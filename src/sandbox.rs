@@ -81,6 +81,7 @@ pub fn sandbox_grant_path(path: String) -> napi::Result<String> {
 }
 
 /// Builds the core's sandbox options from the host's (the core's JSON form, `HostSandbox`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn options(
     mode: Option<String>,
     network: Option<bool>,
@@ -89,6 +90,7 @@ pub(crate) fn options(
     write_paths: Option<Vec<String>>,
     limit: Option<SandboxFeatureLimit>,
     limits: Option<SandboxLimits>,
+    protect: Option<Vec<String>>,
 ) -> napi::Result<SandboxOptions> {
     let mut m = serde_json::Map::new();
     let mut put = |k: &str, v: Option<serde_json::Value>| {
@@ -101,6 +103,7 @@ pub(crate) fn options(
     put("networkAllow", network_allow.map(Into::into));
     put("readPaths", read_paths.map(Into::into));
     put("writePaths", write_paths.map(Into::into));
+    put("protect", protect.map(Into::into));
     put(
         "sandboxLimit",
         limit.map(|l| {

@@ -44,6 +44,8 @@ pub struct ProcessToolsOptions {
     /// TCP ports a session may ask for.
     pub ports: Option<Vec<u32>>,
     pub max_processes: Option<u32>,
+    /// Globs read-only for the processes (absent: the write guard's default).
+    pub protect: Option<Vec<String>>,
 }
 
 /// Runs a session call on tokio and resolves to the core's outcome (`{ ok } | { error }`,
@@ -75,7 +77,7 @@ fn options(o: ProcessToolsOptions) -> napi::Result<SessionOptions> {
     set_ms(&mut opts.command.max_timeout, o.max_timeout_ms);
     opts.command.scratch_parent = o.scratch_dir.into();
     opts.command.reaper = reaper_of(o.reaper)?;
-    opts.command.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
+    opts.command.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits, o.protect)?;
     let mut ports = Vec::new();
     for p in o.ports.unwrap_or_default() {
         if p == 0 || p > 65535 {

@@ -277,19 +277,12 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             fail(libc::ESRCH);
         }
         let newnet = if a.net >= 0 { libc::CLONE_NEWNET } else { 0 };
-        // With protected paths: the root is the working directory while the mount namespace is
-        // made, so the namespace's copy of it is what `.` names after.
-        if let Some(p) = a.protect {
-            if let Err(e) = sys::fchdir(p.root_fd()) {
-                fail(e);
-            }
-        }
         if let Err(e) = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS | newnet).and_then(|()| plan.write_maps()) {
             fail(e);
         }
         if let Some(p) = a.protect {
             // Mount events one-way (host to namespace) before mounting anything.
-            if let Err(e) = sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None).and_then(|()| p.apply()).and_then(|()| sys::chdir(a.cwd)) {
+            if let Err(e) = sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None).and_then(|()| p.apply()) {
                 fail(e);
             }
         }

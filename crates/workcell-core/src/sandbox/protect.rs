@@ -26,7 +26,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::os::fd::{AsFd as _, AsRawFd as _, OwnedFd, RawFd};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -53,9 +53,10 @@ struct Target {
 /// The read-only mounts of one child, prepared by the host.
 #[derive(Debug)]
 pub struct Protect {
-    /// The workspace root (the child changes into it before it unshares its mount namespace,
-    /// so its working directory is the root as that namespace sees it).
-    root: OwnedFd,
+    /// The workspace root's canonical path and identity: the child opens it again in its mount
+    /// namespace (no symlink followed) and checks it is the same directory.
+    root_path: CString,
+    root_id: Id,
     targets: Vec<Target>,
     /// False when the walk stopped at its bounds (matches deeper or later were not found).
     pub complete: bool,
@@ -65,10 +66,6 @@ pub struct Protect {
 }
 
 impl Protect {
-    pub fn root_fd(&self) -> RawFd {
-        self.root.as_raw_fd()
-    }
-
     pub fn len(&self) -> usize {
         self.targets.len()
     }
@@ -87,14 +84,24 @@ impl Protect {
         self.stand_in.take().map(|s| Box::new(s) as Box<dyn std::any::Any + Send>)
     }
 
-    /// In the child, in its own mount namespace, with the root as its working directory:
-    /// mounts every match read-only over itself.
+    /// In the child, in its own mount namespace: mounts every match read-only over itself.
     ///
     /// # Safety
     /// Raw system calls only (`sandbox::sys`), between clone and exec.
     pub unsafe fn apply(&self) -> Result<(), i32> {
         use super::sys;
-        let root = sys::open(c".", libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)?;
+        let root = sys::open_absolute_no_links(&self.root_path)?;
+        match sys::identity(root) {
+            Ok(id) if id == self.root_id => {}
+            Ok(_) => {
+                sys::close(root);
+                return Err(libc::ESTALE);
+            }
+            Err(e) => {
+                sys::close(root);
+                return Err(e);
+            }
+        }
         let mut result = Ok(());
         for t in &self.targets {
             let fd = match sys::open_beneath(root, &t.rel) {
@@ -132,7 +139,9 @@ pub fn plan(ws: &Workspace, guard: &Guard, writable: &[Id]) -> std::io::Result<P
     let Ok(Start::Dir(top)) = walk::open_start(ws, None) else {
         return Err(std::io::Error::other("the workspace root cannot be listed"));
     };
-    let root: OwnedFd = rustix::io::dup(top.fd())?;
+    let st = rustix::fs::fstat(top.fd())?;
+    let root_id = (st.st_dev as u64, st.st_ino as u64);
+    let root_path = CString::new(ws.canonical().as_os_str().as_bytes()).map_err(std::io::Error::other)?;
     let mut targets = Vec::new();
     let mut visited = 0usize;
     let mut complete = true;
@@ -173,7 +182,7 @@ pub fn plan(ws: &Workspace, guard: &Guard, writable: &[Id]) -> std::io::Result<P
             }
         }
     }
-    Ok(Protect { root, targets, complete, visited, stand_in })
+    Ok(Protect { root_path, root_id, targets, complete, visited, stand_in })
 }
 
 /// The stand-in `<root>/.git` of one workspace, shared by the children that run while it is

@@ -337,11 +337,6 @@ mod tests {
 }
 
 
-/// `fchdir`.
-pub unsafe fn fchdir(fd: libc::c_int) -> Result<(), i32> {
-    check(syscall6(libc::SYS_fchdir, fd as usize, 0, 0, 0, 0, 0)).map(drop)
-}
-
 #[repr(C)]
 struct OpenHow {
     flags: u64,
@@ -349,12 +344,24 @@ struct OpenHow {
     resolve: u64,
 }
 
-/// `RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH`.
-const RESOLVE_STRICTLY_BENEATH: u64 = 0x02 | 0x04 | 0x08;
+/// `RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS`.
+const RESOLVE_NO_LINKS: u64 = 0x02 | 0x04;
+/// `RESOLVE_BENEATH`.
+const RESOLVE_BENEATH: u64 = 0x08;
 
 /// `openat2(dir, path, O_PATH | O_NOFOLLOW | O_CLOEXEC)` beneath `dir`, following no symlink.
 pub unsafe fn open_beneath(dir: libc::c_int, path: &CStr) -> Result<libc::c_int, i32> {
-    let how = OpenHow { flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64, mode: 0, resolve: RESOLVE_STRICTLY_BENEATH };
+    open_no_links(dir, path, RESOLVE_BENEATH)
+}
+
+/// `openat2(AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC)` of an absolute path, following no
+/// symlink in any component.
+pub unsafe fn open_absolute_no_links(path: &CStr) -> Result<libc::c_int, i32> {
+    open_no_links(libc::AT_FDCWD, path, 0)
+}
+
+unsafe fn open_no_links(dir: libc::c_int, path: &CStr, resolve: u64) -> Result<libc::c_int, i32> {
+    let how = OpenHow { flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64, mode: 0, resolve: RESOLVE_NO_LINKS | resolve };
     check(syscall6(libc::SYS_openat2, dir as usize, path.as_ptr() as usize, &how as *const OpenHow as usize, std::mem::size_of::<OpenHow>(), 0, 0))
         .map(|fd| fd as libc::c_int)
 }
