@@ -296,6 +296,8 @@ export interface ProcessToolsOptions {
   /** TCP ports a session may ask for. */
   ports?: Array<number>
   maxProcesses?: number
+  /** Globs read-only for the processes (absent: the write guard's default). */
+  protect?: Array<string>
 }
 
 /** The variables the process tools set themselves (a host cannot pass them through). */

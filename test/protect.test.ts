@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { ToolRegistry, closeTools, createCodingTools, createRunCommandTool, executeToolCall, sandboxSupport, type AnyTool } from "../dist/index.js";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
@@ -46,15 +46,16 @@ function toolSet(root: string, processes: Record<string, unknown>, approve?: () 
 /** Each process tool tries to plant a hook and rewrite both repositories' configs; the results. */
 async function plant(run: (name: string, args: unknown) => Promise<any>, root: string) {
   const targets = (tool: string) => [
-    [join(root, ".git", "hooks", `pre-commit-${tool}`), "#!/bin/sh\n"],
-    [join(root, ".git", "config"), `# ${tool}\n`],
-    [join(root, "vendor", "lib", ".git", "config"), `# ${tool}\n`],
+    [join(root, ".git", "hooks", `pre-commit-${tool}`), `# planted by ${tool}`],
+    [join(root, ".git", "config"), `# planted by ${tool}`],
+    [join(root, "vendor", "lib", ".git", "config"), `# planted by ${tool}`],
   ];
   const js = (tool: string) =>
     targets(tool)
       .map(([f, text]) => `try { require("fs").appendFileSync(${JSON.stringify(f)}, ${JSON.stringify(text)}); } catch (e) { console.log(e.code); }`)
       .join("\n");
-  const sh = (tool: string) => targets(tool).map(([f, text]) => `printf %s ${JSON.stringify(text)} >> ${f}`).join("; ");
+  // The command policy takes redirects to relative paths only (the commands run in the root).
+  const sh = (tool: string) => targets(tool).map(([f, text]) => `printf %s ${JSON.stringify(text)} >> ${relative(root, f!)}`).join("; ");
   await writeFile(join(root, "plant.test.cjs"), `const { test } = require("node:test");\ntest("plant", () => {\n${js("run_tests")}\n});\n`);
   const out: Record<string, any> = {};
   out.run_command = await run("run_command", { argv: ["sh", "-c", sh("run_command")] });

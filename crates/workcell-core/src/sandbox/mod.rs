@@ -441,16 +441,13 @@ pub fn require(opts: &SandboxOptions) -> Result<()> {
     }
     let features = opts.features();
     filter_unavailable(opts, &features)?;
-    protect_unavailable(opts, &features)?;
-    if opts.mode != Mode::Required {
-        return Ok(());
+    if opts.mode == Mode::Required {
+        let missing = missing(&plan(opts, &features));
+        if !missing.is_empty() {
+            return Err(unavailable(&missing, &features));
+        }
     }
-    let missing = missing(&plan(opts, &features));
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(unavailable(&missing, &features))
-    }
+    protect_unavailable(opts, &features)
 }
 
 /// Decides and prepares the confinement of one child of `ws`. `extra` are grants of the tool
@@ -462,13 +459,15 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
     let report = plan(opts, &features);
     if opts.mode != Mode::Off {
         filter_unavailable(opts, &features)?;
-        protect_unavailable(opts, &features)?;
     }
     if opts.mode == Mode::Required {
         let missing = missing(&report);
         if !missing.is_empty() {
             return Err(unavailable(&missing, &features));
         }
+    }
+    if opts.mode != Mode::Off {
+        protect_unavailable(opts, &features)?;
     }
     build(opts, ws, extra, &features, report)
 }
