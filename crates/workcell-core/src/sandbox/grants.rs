@@ -283,8 +283,9 @@ mod tests {
         std::fs::create_dir_all(outside.join("cache")).unwrap();
         let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
         let grant = s(&real.join("ws/sub/cache"));
-        let pinned = pin(&[grant.clone()], &[]).unwrap();
-        assert!(pinned(pinned.id).is_some());
+        let pin_ = pin(&[grant.clone()], &[]).unwrap();
+        assert!(pinned(pin_.id).is_some());
+        let pinned = pin_;
         // A parent component replaced by a symlink after the pin: the pinned directory is still
         // the approved one, not the symlink's target.
         std::fs::rename(real.join("ws/sub"), real.join("ws/old")).unwrap();

@@ -206,6 +206,8 @@ impl StandIn {
         let made = match rustix::fs::mkdirat(top.fd(), ".git", rustix::fs::Mode::from_raw_mode(0o755)) {
             Ok(()) => true,
             Err(rustix::io::Errno::EXIST) => false,
+            // The host cannot create it there, so neither can its processes (same user).
+            Err(rustix::io::Errno::ACCESS | rustix::io::Errno::ROFS | rustix::io::Errno::PERM) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         let Some(id) = identity_at(top, ".git".as_ref()) else { return Ok(None) };
