@@ -4,12 +4,13 @@
 // where no mount namespace can make them read-only, "auto" refuses unless the host protects
 // nothing for processes.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { chmod, mkdir, rm, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { afterEach, describe, expect, test } from "vitest";
+import { afterEach, describe, expect, onTestFinished, test } from "vitest";
 import { ToolRegistry, closeTools, createCodingTools, createRunCommandTool, executeToolCall, sandboxSupport, type AnyTool } from "../dist/index.js";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
+import { AS_NOBODY, packageNobodyCanRead } from "./nobody.js";
 
 const s = sandboxSupport();
 const namespaces = s.pidNamespace && s.userNamespace && s.landlockAbi !== null;
@@ -99,6 +100,41 @@ describe("protected paths are read-only for commands", () => {
       expect(out[t].sandbox.protect, t).toBe("none");
     }
   }, 120_000);
+
+  test.skipIf(!namespaces)("an_unprivileged_host_cannot_have_git_hooks_planted_either", async () => {
+    const root = await repos();
+    spawnSync("chmod", ["-R", "a+rwX", join(root, "..")]);
+    const copy = packageNobodyCanRead();
+    if ("reason" in copy) {
+      console.warn(`skipped the unprivileged-host run: ${copy.reason}`);
+      return;
+    }
+    onTestFinished(() => rmSync(copy.dir, { recursive: true, force: true }));
+    const script = join(root, "..", "host.mjs");
+    await writeFile(
+      script,
+      `import { createRunCommandTool } from ${JSON.stringify(join(copy.dir, "dist", "index.js"))};
+const [root] = process.argv.slice(2);
+const out = {};
+for (const protect of [undefined, []]) {
+  const tool = createRunCommandTool(root, protect ? { protect } : {});
+  const r = await tool.execute(tool.validate({ argv: ["sh", "-c", "printf x >> .git/hooks/pre-commit && printf x >> vendor/lib/.git/config"] }), { signal: new AbortController().signal });
+  out[protect ? "off" : "on"] = { exitCode: r.exitCode, output: r.output, protect: r.sandbox.protect };
+}
+console.log(JSON.stringify(out));
+`,
+    );
+    await chmod(script, 0o644);
+    const r = spawnSync("setpriv", [...AS_NOBODY, process.execPath, script, root], { encoding: "utf8", cwd: "/" });
+    expect(r.status, r.stderr).toBe(0);
+    const got = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Record<"on" | "off", { exitCode: number; output: string; protect: string }>;
+    expect(got.on.exitCode, got.on.output).not.toBe(0);
+    expect(got.on.output).toMatch(/Read-only file system/);
+    expect(got.on.protect).toBe("read-only");
+    // The same command with protection off plants them (so the refusal above is the mount's).
+    expect(got.off.exitCode, got.off.output).toBe(0);
+    expect(readFileSync(join(root, ".git", "hooks", "pre-commit"), "utf8")).toBe("x");
+  }, 60_000);
 
   test.skipIf(!namespaces)("a_command_cannot_create_a_top_level_git", async () => {
     const { root } = await tempWorkspace();
