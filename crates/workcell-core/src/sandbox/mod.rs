@@ -2,7 +2,7 @@
 //!
 //! The path checks keep the tools' own file operations inside the workspace; a child process
 //! runs as the user and could otherwise read `~/.ssh`, write anywhere, connect anywhere and
-//! leave processes behind. Three layers close that, each applied where the system offers it and
+//! leave processes behind. These layers close that, each applied where the system offers it and
 //! reported in every result ([`Report`]):
 //!
 //! | layer | module | stops |
@@ -10,6 +10,10 @@
 //! | Landlock (Linux 5.13+) | [`landlock`] | file access outside the workspace, the system directories and the tool's grants (its program's directory, run_command's and run_tests' scratch HOME/TMPDIR, run_tests' toolchain: [`crate::testrun::confine`]); TCP connect/bind (ABI 4+); signals and abstract UNIX sockets leaving the sandbox (ABI 6+); `ptrace` attach to outside processes; other processes' `/proc` entries |
 //! | PID namespace in user namespaces | [`pidns`], [`launch`] | any process outliving the call (`setsid`, double fork); seeing, signalling or reading the memory and environment of the host's processes (a nested user namespace and a `hidepid` `/proc`) |
 //! | Node.js permission model (node_process) | [`node_permission`] | the script's own `fs` calls outside the workspace, on any OS |
+//! | read-only mounts in the mount namespace | [`protect`] | writing the protected paths inside the workspace (`.git` at any depth, and creating the top-level `.git`), unless an approved grant names them |
+//!
+//! Grants approved by a person are pinned when approved ([`grants::pin`]): the Landlock rules are
+//! made from the descriptors opened then, never from the path again.
 //!
 //! Without a PID namespace the process machinery still kills the call's process group and
 //! whatever holds its output pipes ([`Processes::Group`]).
