@@ -24,6 +24,17 @@ export declare class CancelHandle {
   get cancelled(): boolean
 }
 
+/**
+ * An approved grant's paths, opened once when the person said yes (no symlink followed in any
+ * component) and held until released (or collected): the sandbox's rules are built from
+ * these descriptors, named by `id` in the options' `grantHandles` (or a start's `grants.handles`).
+ */
+export declare class GrantPin {
+  get id(): number
+  /** Lets go of the descriptors (calls already started keep theirs). */
+  release(): void
+}
+
 /** The process table of one tool set. */
 export declare class NativeProcessTable {
   /** Throws (a host error) when `options` are unusable. */
@@ -31,12 +42,12 @@ export declare class NativeProcessTable {
   /** The number the tool set's other tools pass as `portGroup`. */
   get portGroup(): number
   /** Checks start_process's input without any effect; throws the tool error's JSON. */
-  checkStart(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off" } | undefined | null): void
+  checkStart(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off"; handles?: number[] } | undefined | null): void
   /** start_process; `grants` (approved) widen the table's sandbox options for this session. */
-  start(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, cancel?: CancelHandle | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off" } | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  read(id: string, cursor?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  start(argv: Array<string>, cwd?: string | undefined | null, tty?: boolean | undefined | null, timeoutMs?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, ports?: Array<number> | undefined | null, watch?: Array<string> | undefined | null, cancel?: CancelHandle | undefined | null, grants?: { writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: "off"; handles?: number[] } | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  read(id: string, cursor?: number | undefined | null, waitFor?: string | undefined | null, waitMs?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   write(id: string, input: string, closeStdin?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; bytes: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  stop(id: string, signal?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   list(): { processes: { id: string; argv: string[]; running: boolean; exitCode: number | null; signal: string | null; startedAt: string; durationMs: number }[] }
   /**
    * Ends every process and refuses new ones; resolves once every tree is gone, with the ids
@@ -70,7 +81,7 @@ export declare class NativeWorkspace {
    * refusals); never rejects for a tool error. Throws synchronously when `options` are
    * unusable.
    */
-  runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; output: string; truncated: boolean; omittedBytes: number; timedOut: boolean; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  runCommand(argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; output: string; truncated: boolean; omittedBytes: number; timedOut: boolean; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * edit_file: resolves to `{ ok: { path, edits, bytes, diff } }` or to `{ error }`; never rejects.
    * Takes its place in the target's write queue synchronously (shared with write_file).
@@ -102,7 +113,7 @@ export declare class NativeWorkspace {
    * cancellation, limits); never rejects for a tool error. Throws synchronously when
    * `options` (the core's `NodeOptions` as JSON) are unusable.
    */
-  nodeProcess(source: string, arguments: Array<string>, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; stdout: string; stderr: string; stdoutTruncated: boolean; stderrTruncated: boolean; timedOut: boolean; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  nodeProcess(source: string, arguments: Array<string>, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; stdout: string; stderr: string; stdoutTruncated: boolean; stderrTruncated: boolean; timedOut: boolean; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * read_file: resolves to `{ ok: { path, content, bytes, hash } }` (an image:
    * `{ ok: { path, mimeType, data, bytes, hash } }`) or to `{ error }`; never rejects.
@@ -125,7 +136,7 @@ export declare class NativeWorkspace {
    * run_tests: resolves to `{ ok }` (the report) or to `{ error }`; never rejects for a tool
    * error.
    */
-  runTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { status: "passed" | "failed" | "incomplete"; report: string; passed: number; failed: number; skipped: number; failures: { name: string; file?: string; output: string }[]; buildErrors: string[]; exitCode: number | null; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  runTests(runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { status: "passed" | "failed" | "incomplete"; report: string; passed: number; failed: number; skipped: number; failures: { name: string; file?: string; output: string }[]; buildErrors: string[]; exitCode: number | null; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Canonicalizes and opens `root`. Throws an Error whose message is the JSON of the tool
    * error.
@@ -288,6 +299,8 @@ export interface ProcessToolsOptions {
   /** TCP ports a session may ask for. */
   ports?: Array<number>
   maxProcesses?: number
+  /** Globs read-only for the processes (absent: the write guard's default). */
+  protect?: Array<string>
 }
 
 /** The variables the process tools set themselves (a host cannot pass them through). */
@@ -370,6 +383,12 @@ export interface SandboxLimits {
  * first bad one. Returns what each entry allows (presets expanded).
  */
 export declare function sandboxNetworkAllow(entries: Array<string>): Array<string>
+
+/**
+ * Pins an approved grant's paths (canonical, absolute); throws a tool error (its JSON as the
+ * message) with `TARGET_CHANGED` when one is no longer what was approved.
+ */
+export declare function sandboxPinGrants(writePaths: Array<string>, readPaths: Array<string>): GrantPin
 
 export interface SearchArgs {
   ignoreCase?: boolean

@@ -81,6 +81,7 @@ pub fn sandbox_grant_path(path: String) -> napi::Result<String> {
 }
 
 /// Builds the core's sandbox options from the host's (the core's JSON form, `HostSandbox`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn options(
     mode: Option<String>,
     network: Option<bool>,
@@ -89,6 +90,7 @@ pub(crate) fn options(
     write_paths: Option<Vec<String>>,
     limit: Option<SandboxFeatureLimit>,
     limits: Option<SandboxLimits>,
+    protect: Option<Vec<String>>,
 ) -> napi::Result<SandboxOptions> {
     let mut m = serde_json::Map::new();
     let mut put = |k: &str, v: Option<serde_json::Value>| {
@@ -101,6 +103,7 @@ pub(crate) fn options(
     put("networkAllow", network_allow.map(Into::into));
     put("readPaths", read_paths.map(Into::into));
     put("writePaths", write_paths.map(Into::into));
+    put("protect", protect.map(Into::into));
     put(
         "sandboxLimit",
         limit.map(|l| {
@@ -119,4 +122,41 @@ pub(crate) fn options(
     let mut opts: SandboxOptions = crate::process_tool::host_options(m.into(), |_: &SandboxOptions| Ok(()))?;
     opts.limits = limits_of(limits)?;
     Ok(opts)
+}
+
+/// An approved grant's paths, opened once when the person said yes (no symlink followed in any
+/// component) and held until released (or collected): the sandbox's rules are built from
+/// these descriptors, named by `id` in the options' `grantHandles` (or a start's `grants.handles`).
+#[napi]
+pub struct GrantPin {
+    id: u32,
+}
+
+#[napi]
+impl GrantPin {
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Lets go of the descriptors (calls already started keep theirs).
+    #[napi]
+    pub fn release(&self) {
+        sandbox::grants::release(self.id as u64);
+    }
+}
+
+impl Drop for GrantPin {
+    fn drop(&mut self) {
+        sandbox::grants::release(self.id as u64);
+    }
+}
+
+/// Pins an approved grant's paths (canonical, absolute); throws a tool error (its JSON as the
+/// message) with `TARGET_CHANGED` when one is no longer what was approved.
+#[napi]
+pub fn sandbox_pin_grants(write_paths: Vec<String>, read_paths: Vec<String>) -> napi::Result<GrantPin> {
+    let p = sandbox::grants::pin(&write_paths, &read_paths).map_err(crate::convert::throw)?;
+    let id = u32::try_from(p.id).map_err(|_| crate::process_tool::host_error("too many grants pinned"))?;
+    Ok(GrantPin { id })
 }

@@ -44,6 +44,8 @@ pub struct ProcessToolsOptions {
     /// TCP ports a session may ask for.
     pub ports: Option<Vec<u32>>,
     pub max_processes: Option<u32>,
+    /// Globs read-only for the processes (absent: the write guard's default).
+    pub protect: Option<Vec<String>>,
 }
 
 /// Runs a session call on tokio and resolves to the core's outcome (`{ ok } | { error }`,
@@ -75,7 +77,7 @@ fn options(o: ProcessToolsOptions) -> napi::Result<SessionOptions> {
     set_ms(&mut opts.command.max_timeout, o.max_timeout_ms);
     opts.command.scratch_parent = o.scratch_dir.into();
     opts.command.reaper = reaper_of(o.reaper)?;
-    opts.command.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits)?;
+    opts.command.sandbox = crate::sandbox::options(o.sandbox, o.network, o.network_allow, o.read_paths, o.write_paths, o.sandbox_limit, o.limits, o.protect)?;
     let mut ports = Vec::new();
     for p in o.ports.unwrap_or_default() {
         if p == 0 || p > 65535 {
@@ -164,7 +166,7 @@ impl NativeProcessTable {
         wait_ms: Option<f64>,
         ports: Option<Vec<f64>>,
         watch: Option<Vec<Utf16String>>,
-        #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\" } | undefined | null")] grants: Option<serde_json::Value>,
+        #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\"; handles?: number[] } | undefined | null")] grants: Option<serde_json::Value>,
     ) -> napi::Result<()> {
         start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch, grants)
             .and_then(|r| workcell_core::session::check_start(&r, self.table.options()))
@@ -173,7 +175,7 @@ impl NativeProcessTable {
     }
 
     /// start_process; `grants` (approved) widen the table's sandbox options for this session.
-    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
+    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
     #[allow(clippy::too_many_arguments)]
     pub fn start<'env>(
         &self,
@@ -187,7 +189,7 @@ impl NativeProcessTable {
         ports: Option<Vec<f64>>,
         watch: Option<Vec<Utf16String>>,
         cancel: Option<&CancelHandle>,
-        #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\" } | undefined | null")] grants: Option<serde_json::Value>,
+        #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\"; handles?: number[] } | undefined | null")] grants: Option<serde_json::Value>,
     ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::session::table::ProcessOutput>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
         spawn_json(env, start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch, grants), move |req| async move {
@@ -195,7 +197,7 @@ impl NativeProcessTable {
         })
     }
 
-    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
+    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
     pub fn read<'env>(
         &self,
         env: &'env Env,
@@ -226,7 +228,7 @@ impl NativeProcessTable {
         })
     }
 
-    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } } }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
+    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
     pub fn stop<'env>(
         &self,
         env: &'env Env,

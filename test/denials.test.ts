@@ -116,6 +116,7 @@ describe("sandbox-denial hints", () => {
       processes: "namespace" as const,
       nodePermission: false,
       limits: { processes: none, memoryBytes: none, fileBytes: none },
+      protect: "read-only" as const,
     };
     const cases: [string, string][] = [
       ["touch: cannot touch '/etc/x': Permission denied", "write"],

@@ -184,13 +184,14 @@ describe("start_process grants", () => {
   });
 
   test("a_granted_network_or_sandbox_off_replaces_the_hosts_allowlist_as_the_core_does_for_sessions", () => {
-    const host = { sandbox: "auto" as const, network: false, networkAllow: ["npm"], readPaths: [], writePaths: [], limits: {} };
+    const host = { sandbox: "auto" as const, network: false, networkAllow: ["npm"], readPaths: [], writePaths: [], limits: {}, protect: [] };
     // An allowlist with network: true, or without the sandbox, is a misconfiguration the core refuses.
     expect(withGrants(host, { network: true })).toMatchObject({ network: true });
     expect(withGrants(host, { network: true }).networkAllow).toBeUndefined();
     expect(withGrants(host, { sandbox: "off" })).toMatchObject({ sandbox: "off" });
     expect(withGrants(host, { sandbox: "off" }).networkAllow).toBeUndefined();
-    expect(withGrants(host, { writePaths: ["/x"] })).toMatchObject({ networkAllow: ["npm"], writePaths: ["/x"] });
+    // Approved paths travel as pinned handles, never as paths.
+    expect(withGrants(host, { handles: [7] })).toMatchObject({ networkAllow: ["npm"], grantHandles: [7], writePaths: [] });
   });
 
   test("start_process_grants_parameter_reaches_the_mcp_and_ai_sdk_adapters", async () => {

@@ -169,7 +169,7 @@ describe("process sessions", () => {
       await writeFile(
         script,
         `import { createProcessTools } from ${JSON.stringify(dist)};
-const tools = createProcessTools(${JSON.stringify(root)}, { scratchDir: ${JSON.stringify(scratchDir)}, inheritEnv: ["WC_MARK"]${noNamespace ? ", sandboxFeatures: { pidNamespace: false }" : ""} });
+const tools = createProcessTools(${JSON.stringify(root)}, { scratchDir: ${JSON.stringify(scratchDir)}, inheritEnv: ["WC_MARK"]${noNamespace ? ", sandboxFeatures: { pidNamespace: false }, protect: []" : ""} });
 const c = { signal: new AbortController().signal };
 for (let i = 0; i < 2; i++) {
   const s = await tools[0].execute({ argv: ["sh", "-c", ${JSON.stringify(noNamespace ? "sleep 300 & sleep 300 & echo up; sleep 300" : "setsid sleep 300 & sleep 300 & echo up; sleep 300")}], waitFor: "up", waitMs: 10000 }, c);

@@ -28,7 +28,8 @@ describe("run_command: running", () => {
 
   test("node --version and git init && git status run inside the workspace", async () => {
     const { root, scratchDir } = await setup();
-    const tool = createRunCommandTool(root, { scratchDir });
+    // `.git` is read-only for commands (and cannot be created) unless the host protects nothing.
+    const tool = createRunCommandTool(root, { scratchDir, protect: [] });
     const node = await run(tool, { argv: ["node", "--version"] });
     expect(node.exitCode).toBe(0);
     expect(node.output).toMatch(/^v\d+\.\d+\.\d+\n$/);

@@ -31,6 +31,7 @@ const CONFINED = {
   processes: features.pidNamespace && features.userNamespace ? "namespace" : "group",
   nodePermission: false,
   limits: defaultLimitsReport(),
+  protect: "read-only",
 };
 
 type Files = Record<string, string>;

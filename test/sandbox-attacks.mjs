@@ -410,13 +410,24 @@ function childContext(ctx) {
 }
 
 /**
+ * On a simulated kernel without user or PID namespaces the protected paths (`.git`) cannot be
+ * made read-only, and "auto" refuses to run unless the host protects nothing for processes:
+ * those rows turn it off, as such a host would.
+ */
+function withoutNamespaceProtect(options) {
+  const f = options?.sandboxFeatures;
+  if (options?.protect === undefined && (f?.pidNamespace === false || f?.userNamespace === false)) return { ...options, protect: [] };
+  return options;
+}
+
+/**
  * Runs one attack through one tool with `options` (sandbox mode...). Returns whether it
  * escaped, the output, and what is left in the workspace of the tool's own temporary files.
  */
 export async function runAttack(lib, toolName, attack, options) {
   const ctx = await setting();
   try {
-    const tool = TOOLS[toolName].create(lib, ctx.root, options);
+    const tool = TOOLS[toolName].create(lib, ctx.root, withoutNamespaceProtect(options));
     const request = attack[toolName](ctx);
     if (toolName === "node_process") request.arguments = [childContext(ctx)];
     const output = await TOOLS[toolName].call(tool, request, ctx);
@@ -432,7 +443,7 @@ export async function runAttack(lib, toolName, attack, options) {
 export async function runLegit(lib, toolName, task, options) {
   const ctx = await setting();
   try {
-    const tool = TOOLS[toolName].create(lib, ctx.root, options);
+    const tool = TOOLS[toolName].create(lib, ctx.root, withoutNamespaceProtect(options));
     const output = await TOOLS[toolName].call(tool, task[toolName](ctx), ctx);
     return { ok: task.check(output), output };
   } finally {

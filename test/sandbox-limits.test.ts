@@ -134,9 +134,9 @@ describe.skipIf(process.getuid?.() !== 0 || !features.pidNamespace)("without a P
   test("the call's cgroups still kill a setsid grandchild that left the process group", async () => {
     const attack = (ATTACKS as any[]).find((a) => a.name.startsWith("start a setsid grandchild"));
     for (const tool of Object.keys(TOOLS).filter((t) => attack[t])) {
-      const grouped = await runAttack(lib, tool, attack, { sandboxFeatures: { pidNamespace: false, cgroups: false } });
+      const grouped = await runAttack(lib, tool, attack, { sandboxFeatures: { pidNamespace: false, cgroups: false }, protect: [] });
       expect([tool, grouped.escaped]).toEqual([tool, true]);
-      const contained = await runAttack(lib, tool, attack, { sandboxFeatures: { pidNamespace: false } });
+      const contained = await runAttack(lib, tool, attack, { sandboxFeatures: { pidNamespace: false }, protect: [] });
       expect([tool, contained.escaped]).toEqual([tool, false]);
       expect(contained.output.sandbox.limits.processes.by).toMatch(/^cgroup-v[12]$/);
       expect([...grouped.leftovers, ...contained.leftovers]).toEqual([]);

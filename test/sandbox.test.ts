@@ -19,7 +19,7 @@ import { aliveWith, marker, scriptLeftovers } from "./process-helpers.js";
 import { defaultLimitsReport } from "./limits-helpers.js";
 
 const features = sandboxSupport();
-const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true, limits: defaultLimitsReport() };
+const FULL = { landlockAbi: 7, filesystem: "confined", network: "blocked", processes: "namespace", nodePermission: true, limits: defaultLimitsReport(), protect: "read-only" };
 const HAS_CARGO = spawnSync("sh", ["-c", "command -v cargo"]).status === 0;
 // The tables are plain JavaScript (they also run in a separate host process): rows are indexed
 // by tool name.
@@ -35,7 +35,7 @@ describe.each(Object.keys(TOOLS))("%s: hostile children", (tool) => {
     }
     const off = await runAttack(lib, tool, attack, { sandbox: "off" });
     expect(off.escaped, `without the sandbox the attack must succeed: ${off.output.stdout}${off.output.stderr}`).toBe(true);
-    expect(off.output.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false, limits: defaultLimitsReport("off") });
+    expect(off.output.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false, limits: defaultLimitsReport("off"), protect: "open" });
     const auto = await runAttack(lib, tool, attack, {});
     expect(auto.escaped, `under "auto" the attack must fail: ${auto.output.stdout}${auto.output.stderr}`).toBe(false);
     expect(auto.leftovers).toEqual([]);
@@ -179,7 +179,7 @@ describe("sandbox modes and options", () => {
     const auto = createNodeProcessTool(root, { timeoutMs: 10_000, sandboxFeatures: noLandlock });
     const out = await auto.execute({ source: "console.log('ran')" }, ctx());
     expect(out.stdout).toBe("ran\n");
-    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "namespace", nodePermission: true, limits: defaultLimitsReport() });
+    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "namespace", nodePermission: true, limits: defaultLimitsReport(), protect: "read-only" });
   });
 
   test("without Landlock a native addon is refused: the permission model is then the only layer and an addon runs outside it", async () => {
@@ -217,7 +217,7 @@ describe("sandbox modes and options", () => {
     const off = createNodeProcessTool(root, { timeoutMs: 10_000, sandbox: "off" });
     const out = await off.execute({ source: "console.log(JSON.stringify(process.execArgv))" }, ctx());
     expect(out.stdout).toBe("[]\n");
-    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false, limits: defaultLimitsReport("off") });
+    expect(out.sandbox).toEqual({ landlockAbi: null, filesystem: "open", network: "open", processes: "group", nodePermission: false, limits: defaultLimitsReport("off"), protect: "open" });
     expect(off.description).toContain("without a sandbox");
     expect(createNodeProcessTool(root).description).toContain("the network is blocked");
     expect(createNodeProcessTool(root, { network: true }).description).toContain("the network is allowed");

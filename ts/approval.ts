@@ -4,7 +4,7 @@
 // under the targets' locks; grant paths resolved and enforced by the sandbox); this file asks
 // the host's `approve`, keeps remembered grants and reports audit events.
 import { ArgumentsReason, ErrorCode, ToolError, abortError, invalidArguments, isAbortError } from "./errors.js";
-import { binding } from "./native.js";
+import { binding, fromThrown } from "./native.js";
 import type { NativeSandboxOptions, SandboxReport } from "./sandbox.js";
 import type { JsonSchema } from "./schema.js";
 import type { Tool, ToolContext, ToolEffect } from "./tool.js";
@@ -25,6 +25,29 @@ export interface Grants {
   network?: boolean;
   /** Run the call without the sandbox: the last resort. */
   sandbox?: "off";
+}
+
+/**
+ * The grants a process tool's call runs with: approved paths pinned in the core (opened once
+ * when the person said yes, no symlink followed; see `GrantPin`), named by handle, never by
+ * path again.
+ */
+export interface RunGrants {
+  handles?: number[];
+  network?: boolean;
+  sandbox?: "off";
+}
+
+type GrantPin = InstanceType<typeof binding.GrantPin>;
+
+/** Opens an approved grant's paths now (a ToolError `TARGET_CHANGED` when one is not what was approved any more). */
+function pinGrants(writePaths: string[], readPaths: string[]): GrantPin | undefined {
+  if (writePaths.length + readPaths.length === 0) return undefined;
+  try {
+    return binding.sandboxPinGrants(writePaths, readPaths);
+  } catch (err) {
+    throw fromThrown(err);
+  }
 }
 
 /** One file's part of a writing call's change (see `ApprovalRequest.diffs`). */
@@ -133,12 +156,22 @@ export const APPROVAL_OPTION_KEYS = ["approve", "approvalFor", "rules", "onAudit
 /** Where `createCodingTools` passes the state its tools share (remembered grants). */
 export const APPROVAL_SESSION: unique symbol = Symbol("workcell.approvalSession");
 
-/** Grants remembered for a tool set (`remember: "session"`). */
+/** Grants remembered for a tool set (`remember: "session"`): their paths pinned when approved. */
 export class ApprovalSession {
   readonly writePaths = new Set<string>();
   readonly readPaths = new Set<string>();
+  /** The open directories of the remembered paths (held in the core while this holds them). */
+  readonly pins: GrantPin[] = [];
   network = false;
   sandboxOff = false;
+
+  /** The paths of `g` no remembered pin holds yet. */
+  uncovered(g: Grants | undefined): { writePaths: string[]; readPaths: string[] } {
+    return {
+      writePaths: (g?.writePaths ?? []).filter((p) => !this.writePaths.has(p)),
+      readPaths: (g?.readPaths ?? []).filter((p) => !this.readPaths.has(p) && !this.writePaths.has(p)),
+    };
+  }
 
   covers(g: Grants): boolean {
     return (
@@ -149,22 +182,23 @@ export class ApprovalSession {
     );
   }
 
-  remember(g: Grants): void {
+  remember(g: Grants, pin: GrantPin | undefined): void {
+    if (pin) this.pins.push(pin);
     for (const p of g.writePaths ?? []) this.writePaths.add(p);
     for (const p of g.readPaths ?? []) this.readPaths.add(p);
     if (g.network) this.network = true;
     if (g.sandbox === "off") this.sandboxOff = true;
   }
 
-  /** The remembered grants, or undefined when there are none. */
-  current(): Grants | undefined {
-    if (this.writePaths.size + this.readPaths.size === 0 && !this.network && !this.sandboxOff) return undefined;
-    const g: Grants = {};
-    if (this.writePaths.size) g.writePaths = [...this.writePaths];
-    if (this.readPaths.size) g.readPaths = [...this.readPaths];
-    if (this.network) g.network = true;
-    if (this.sandboxOff) g.sandbox = "off";
-    return g;
+  /** What a call runs with: the remembered grants, with `pin` (the call's own newly approved paths). */
+  runGrants(own: Grants | undefined, pin: GrantPin | undefined): RunGrants | undefined {
+    const handles = this.pins.map((p) => p.id);
+    if (pin) handles.push(pin.id);
+    const g: RunGrants = {};
+    if (handles.length) g.handles = handles;
+    if (this.network || own?.network) g.network = true;
+    if (this.sandboxOff || own?.sandbox === "off") g.sandbox = "off";
+    return Object.keys(g).length === 0 ? undefined : g;
   }
 }
 
@@ -203,8 +237,8 @@ export interface ProcessSpec<I, O> {
    */
   declared?: ToolEffect;
   grants(input: I): Grants | undefined;
-  /** Runs the call with these grants (this call's and the remembered ones, merged). */
-  run(input: I, context: ToolContext, grants: Grants | undefined): Promise<O>;
+  /** Runs the call with these grants (this call's and the remembered ones, merged and pinned). */
+  run(input: I, context: ToolContext, grants: RunGrants | undefined): Promise<O>;
 }
 
 /** How a reading tool runs under the gate. */
@@ -507,23 +541,25 @@ export class Gate {
     return { tool, effect: "read", input, summary: clip(`${tool} ${spec.paths(input).join(", ")}`) };
   }
 
-  #merged(grants: Grants | undefined): Grants | undefined {
-    const remembered = this.#session.current();
-    if (!remembered) return grants;
-    if (!grants) return remembered;
-    const out: Grants = {};
-    const w = [...new Set([...(remembered.writePaths ?? []), ...(grants.writePaths ?? [])])];
-    const r = [...new Set([...(remembered.readPaths ?? []), ...(grants.readPaths ?? [])])];
-    if (w.length) out.writePaths = w;
-    if (r.length) out.readPaths = r;
-    if (remembered.network || grants.network) out.network = true;
-    if (remembered.sandbox === "off" || grants.sandbox === "off") out.sandbox = "off";
-    return out;
+  /**
+   * Runs a process call: the paths of its own grants that no remembered pin holds were approved
+   * just now (or the call would not run) and are pinned here, once; the call runs with the
+   * remembered pins and this one. With `remember`, the tool set keeps the pin.
+   */
+  async #runProcess<I, O>(spec: ProcessSpec<I, O>, input: I, context: ToolContext, own: Grants | undefined, remember: boolean): Promise<O> {
+    const fresh = this.#session.uncovered(own);
+    const pin = pinGrants(fresh.writePaths, fresh.readPaths);
+    if (remember && own) this.#session.remember(own, pin);
+    try {
+      return await spec.run(input, context, this.#session.runGrants(own, pin));
+    } finally {
+      if (pin && !remember) pin.release();
+    }
   }
 
-  #run<I, O>(spec: GateSpec<I, O>, input: I, context: ToolContext, request: ApprovalRequest | undefined): Promise<O> {
+  #run<I, O>(spec: GateSpec<I, O>, input: I, context: ToolContext, request: ApprovalRequest | undefined, remember = false): Promise<O> {
     if (spec.effect === "write") return spec.run(input, context, request?.files);
-    if (spec.effect === "process") return spec.run(input, context, this.#merged(request ? request.grants : spec.grants(input)));
+    if (spec.effect === "process") return this.#runProcess(spec, input, context, request ? request.grants : spec.grants(input), remember);
     return spec.run(input, context);
   }
 
@@ -611,8 +647,7 @@ export class Gate {
         throw denied(answer.reason ? `the user denied this call: ${answer.reason}` : "the user denied this call", answer.reason ? { reason: answer.reason } : undefined);
       }
       event.decision = "approved";
-      if (answer.remember === "session" && request.grants) this.#session.remember(request.grants);
-      return await this.#run(spec, input, context, request);
+      return await this.#run(spec, input, context, request, answer.remember === "session" && request.grants !== undefined);
     });
   }
 
@@ -681,19 +716,18 @@ export function sandboxDenials(
 }
 
 /**
- * The sandbox options of one call: the tool's, widened by the call's approved grants (paths
- * were resolved in the core when the call was validated; the core checks the options again on
- * every call and the sandbox enforces them exactly like the host's own).
+ * The sandbox options of one call: the tool's, widened by the call's approved grants (their
+ * paths pinned in the core when approved, named by handle: the sandbox's rules are built from
+ * the open directories, never from the paths again).
  */
-export function withGrants(options: NativeSandboxOptions, grants: Grants | undefined): NativeSandboxOptions {
+export function withGrants(options: NativeSandboxOptions, grants: RunGrants | undefined): NativeSandboxOptions {
   if (!grants) return options;
   const out: NativeSandboxOptions = {
     ...options,
     sandbox: grants.sandbox === "off" ? "off" : options.sandbox,
     network: options.network || grants.network === true,
-    readPaths: [...options.readPaths, ...(grants.readPaths ?? [])],
-    writePaths: [...options.writePaths, ...(grants.writePaths ?? [])],
   };
+  if (grants.handles?.length) out.grantHandles = [...grants.handles];
   // A granted network (or no sandbox) replaces the host's allowlist, as the core's
   // `SandboxOptions::granted` does for sessions: the allowlist needs the sandbox and excludes
   // `network: true`.

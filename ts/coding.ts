@@ -104,6 +104,11 @@ export interface ProcessToolDefaults {
   writePaths?: readonly string[];
   /** Resource caps on each call's process tree (the sandbox's `limits`). */
   limits?: SandboxLimitOptions;
+  /**
+   * Globs of workspace paths read-only for every process (default: `guard.protect`, else every
+   * `.git`); `[]` protects nothing from the processes.
+   */
+  protect?: readonly string[];
 }
 
 /** The spec entries of {@link ProcessToolDefaults} (see ts/options.ts). */
@@ -115,6 +120,7 @@ const PROCESS_DEFAULTS_OPTIONS = {
   readPaths: SANDBOX_OPTIONS.readPaths,
   writePaths: SANDBOX_OPTIONS.writePaths,
   limits: SANDBOX_OPTIONS.limits,
+  protect: SANDBOX_OPTIONS.protect,
 } as const satisfies OptionSpecOf<ProcessToolDefaults>;
 
 /** The options of createCodingTools (see ts/options.ts): each tool's key is that factory's spec. */
@@ -158,6 +164,8 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
   const base = { ...approval, ...defined({ descriptions: options.descriptions }) };
   const processes = { ...base, ...defined(options.processes) };
   const guard = { ...base, ...defined(options.guard) };
+  // The processes protect what the file tools protect unless the host says otherwise.
+  if (processes.protect === undefined && guard.protect !== undefined) processes.protect = guard.protect;
   // run_command's description says what the sandbox does; node_process's and run_tests's
   // refer to it when theirs would say the same.
   const sessionsOptions = { ...processes, ...options.sessions };

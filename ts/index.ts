@@ -29,7 +29,7 @@ export type {
   StopProcessInput,
 } from "./process-tools.js";
 export { sandboxDenials, withGrants } from "./approval.js";
-export type { ApprovalOptions, ApprovalRequest, ApprovalAnswer, Approve, ApprovalFor, ApprovalRule, AuditEvent, FileDiff as ApprovalFileDiff, Grants } from "./approval.js";
+export type { ApprovalOptions, ApprovalRequest, ApprovalAnswer, Approve, ApprovalFor, ApprovalRule, AuditEvent, FileDiff as ApprovalFileDiff, Grants, RunGrants } from "./approval.js";
 export type { ProcessToolDefaults } from "./coding.js";
 export { ToolCallError } from "./adapters/common.js";
 export type { ToolsInput } from "./adapters/common.js";

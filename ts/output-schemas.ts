@@ -25,6 +25,7 @@ export const SANDBOX_REPORT_SCHEMA: JsonSchema = {
     network: { type: "string", enum: ["blocked", "allowed", "open", "filtered"] },
     processes: { type: "string", enum: ["namespace", "group"] },
     nodePermission: boolean,
+    protect: { type: "string", enum: ["read-only", "partial", "none", "open"] },
   },
   required: ["landlockAbi", "filesystem", "network", "processes", "nodePermission"],
 };

@@ -2,6 +2,7 @@
 // host's Node.js offers for its permission model. The decisions are made in Rust
 // (crates/workcell-core/src/sandbox/); this file only checks shapes and canonicalizes paths at
 // creation.
+import { DEFAULT_PROTECT } from "./guard.js";
 import { binding } from "./native.js";
 import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
 import type { SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
@@ -31,6 +32,12 @@ export interface SandboxToolOptions {
   readPaths?: readonly string[];
   /** Absolute paths the child may also read and write. Checked and resolved at creation. */
   writePaths?: readonly string[];
+  /**
+   * Globs of workspace paths read-only for every process (default `["**\/.git/**"]`, as the
+   * write guard's): every match when a process starts, at any depth, and the top-level `.git`
+   * even if created later. `[]`: none (needed where the system cannot enforce it).
+   */
+  protect?: readonly string[];
   /**
    * Simulate a system with fewer sandbox features than the probe found (tests, diagnostics):
    * `landlockAbi: null` is a kernel without Landlock. Never adds a feature.
@@ -112,6 +119,12 @@ export interface SandboxReport {
   nodePermission: boolean;
   /** The resource caps and how each was enforced. */
   limits: SandboxLimitsReport;
+  /**
+   * The protected paths (`protect`): `"read-only"` for the processes; `"partial"`: the walk that
+   * finds them stopped at its bounds (the top-level `.git` and what it found are read-only);
+   * `"none"`: the host protects nothing; `"open"`: the sandbox is off, not enforced.
+   */
+  protect: "read-only" | "partial" | "none" | "open";
 }
 
 /** The sandbox features this system offers (probed once per process). */
@@ -142,6 +155,7 @@ export const SANDBOX_OPTIONS = {
   ),
   readPaths: option.paths("absolute paths the processes may also read"),
   writePaths: option.paths("absolute paths the processes may also read and write"),
+  protect: option.strings("globs of workspace paths read-only for the processes (default every .git)"),
   limits: option.object(
     {
       // The core's ranges (it checks them again when the tool is made).
@@ -176,6 +190,10 @@ export interface NativeSandboxOptions {
   /** The process table whose sessions' ports the processes may connect to (same tool set). */
   portGroup?: number;
   limits: SandboxLimits;
+  /** Approved grants pinned in the core (`GrantPin` ids). */
+  grantHandles?: number[];
+  /** Globs read-only for the processes. */
+  protect: string[];
 }
 
 /**
@@ -240,6 +258,7 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
     readPaths: grantPaths(options.readPaths),
     writePaths: grantPaths(options.writePaths),
     limits: limitOptions(factory, options.limits),
+    protect: [...(options.protect ?? DEFAULT_PROTECT)],
   };
   if (networkAllow !== undefined) result.networkAllow = networkAllow;
   const group = (options as { [PORT_GROUP]?: unknown })[PORT_GROUP];
@@ -313,6 +332,7 @@ export function toSandboxReport(r: {
   processes: string;
   nodePermission: boolean;
   limits: { processes: { max: number; by: string }; memoryBytes: { max: number; by: string }; fileBytes: { max: number; by: string } };
+  protect: string;
 }): SandboxReport {
   const limit = (l: { max: number; by: string }): SandboxLimitReport => ({ max: l.max, by: l.by as SandboxLimitReport["by"] });
   return {
@@ -322,6 +342,7 @@ export function toSandboxReport(r: {
     processes: r.processes as SandboxReport["processes"],
     nodePermission: r.nodePermission,
     limits: { processes: limit(r.limits.processes), memoryBytes: limit(r.limits.memoryBytes), fileBytes: limit(r.limits.fileBytes) },
+    protect: r.protect as SandboxReport["protect"],
   };
 }
 

@@ -307,11 +307,16 @@ fn permission_flags(opts: &NodeOptions, root: &Path, landlock: bool) -> Option<V
         return None;
     }
     let np = opts.node_permission.as_ref()?;
+    // Pinned grants by their approved paths: Node's own checks are by path; Landlock's rules are
+    // on the pinned directories.
+    let pinned = opts.sandbox.pinned.iter().flat_map(|p| p.paths.iter());
     let system: Vec<PathBuf> = if landlock { sandbox::paths::system_read_paths() } else { Vec::new() };
     let mut read: Vec<&Path> = system.iter().map(PathBuf::as_path).collect();
     read.extend(opts.sandbox.read_paths.iter().map(PathBuf::as_path));
+    read.extend(pinned.clone().filter(|p| !p.write).map(|p| p.path.as_path()));
     let mut write: Vec<&Path> = vec![root];
     write.extend(opts.sandbox.write_paths.iter().map(PathBuf::as_path));
+    write.extend(pinned.filter(|p| p.write).map(|p| p.path.as_path()));
     np.args(&read, &write, landlock)
 }
 

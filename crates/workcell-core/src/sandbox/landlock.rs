@@ -68,11 +68,11 @@ fn rights(abi: ABI, access: Access, is_dir: bool) -> BitFlags<AccessFs> {
 
 fn open_path(path: &Path, no_follow: bool) -> io::Result<OwnedFd> {
     use rustix::fs::{open, Mode, OFlags};
-    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
     if no_follow {
-        flags |= OFlags::NOFOLLOW;
+        // A canonical path of the host's: no symlink in any component.
+        return super::grants::open_no_symlinks(path);
     }
-    Ok(open(path, flags, Mode::empty())?)
+    Ok(open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?)
 }
 
 fn is_dir(fd: BorrowedFd<'_>) -> bool {
@@ -97,7 +97,9 @@ pub struct NetRules<'a> {
     pub connect: &'a [u16],
 }
 
-pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], net: &NetRules<'_>) -> io::Result<OwnedFd> {
+/// `pinned` are grants opened when they were approved ([`super::grants::pin`]): the rules are
+/// made from those descriptors, never from a path again.
+pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], pinned: &[(BorrowedFd<'_>, Access)], net: &NetRules<'_>) -> io::Result<OwnedFd> {
     let block_network = net.block;
     let abi = ABI::from(abi as i32);
     let mut ruleset = Ruleset::default()
@@ -120,6 +122,10 @@ pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], net: &NetRul
         };
         let access = rights(abi, grant.access, is_dir(fd.as_fd()));
         created = created.add_rule(PathBeneath::new(fd, access)).map_err(ruleset_error)?;
+    }
+    for (fd, access) in pinned {
+        let access = rights(abi, *access, is_dir(*fd));
+        created = created.add_rule(PathBeneath::new(*fd, access)).map_err(ruleset_error)?;
     }
     if block_network && abi >= ABI::V4 {
         for p in net.bind {

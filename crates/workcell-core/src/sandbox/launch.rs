@@ -46,6 +46,8 @@ pub struct Launch {
     probe: bool,
     /// A network namespace whose loopback listener goes to the host's proxy ([`super::netns`]).
     net: Option<super::netns::Net>,
+    /// The protected paths, mounted read-only in the namespace ([`super::protect`]).
+    protect: Option<super::protect::Protect>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -56,7 +58,13 @@ impl std::fmt::Debug for Launch {
 
 impl Launch {
     pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>, oom: bool) -> Self {
-        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false, net: None }
+        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false, net: None, protect: None }
+    }
+
+    /// The protected paths are mounted read-only in the child's namespace (only with namespaces).
+    pub fn with_protect(mut self, protect: Option<super::protect::Protect>) -> Self {
+        self.protect = protect;
+        self
     }
 
     /// The child gets a network namespace of its own, its proxy listener served by `net`
@@ -82,7 +90,7 @@ impl Launch {
     /// A launcher whose program's process reports, through its exit code, how far it got in the
     /// namespace instead of exec'ing ([`super::probe`]).
     pub(super) fn probe() -> Self {
-        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true, net: None }
+        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true, net: None, protect: None }
     }
 }
 
@@ -98,6 +106,7 @@ struct CArgs<'a> {
     /// The Unix socket to send the network namespace's listener through; -1 for none.
     net: RawFd,
     limits: Option<&'a ChildLimits>,
+    protect: Option<&'a super::protect::Protect>,
     exec: Option<&'a Exec>,
     init_stack: *mut libc::c_void,
     main_stack: *mut libc::c_void,
@@ -123,6 +132,7 @@ impl Launcher for Launch {
                 _ => -1,
             },
             limits: self.limits.as_ref(),
+            protect: self.namespaces.as_ref().and(self.protect.as_ref()),
             exec: (!self.probe).then_some(&exec),
             init_stack: stacks.top(1),
             main_stack: stacks.top(2),
@@ -198,7 +208,13 @@ impl Launcher for Launch {
     }
 
     fn resources(self: Box<Self>) -> Option<Box<dyn std::any::Any + Send>> {
-        self.cgroups.map(|c| Box::new(c) as Box<dyn std::any::Any + Send>)
+        let mut this = *self;
+        let stand_in = this.protect.as_mut().and_then(super::protect::Protect::take_stand_in);
+        match (this.cgroups, stand_in) {
+            (None, None) => None,
+            (Some(c), None) => Some(Box::new(c)),
+            (c, s) => Some(Box::new((c, s))),
+        }
     }
 }
 
@@ -263,6 +279,12 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
         let newnet = if a.net >= 0 { libc::CLONE_NEWNET } else { 0 };
         if let Err(e) = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS | newnet).and_then(|()| plan.write_maps()) {
             fail(e);
+        }
+        if let Some(p) = a.protect {
+            // Mount events one-way (host to namespace) before mounting anything.
+            if let Err(e) = sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None).and_then(|()| p.apply()) {
+                fail(e);
+            }
         }
         if a.net >= 0 {
             if let Err(e) = super::netns::enter(a.net) {

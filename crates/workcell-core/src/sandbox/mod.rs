@@ -2,7 +2,7 @@
 //!
 //! The path checks keep the tools' own file operations inside the workspace; a child process
 //! runs as the user and could otherwise read `~/.ssh`, write anywhere, connect anywhere and
-//! leave processes behind. Three layers close that, each applied where the system offers it and
+//! leave processes behind. These layers close that, each applied where the system offers it and
 //! reported in every result ([`Report`]):
 //!
 //! | layer | module | stops |
@@ -10,6 +10,10 @@
 //! | Landlock (Linux 5.13+) | [`landlock`] | file access outside the workspace, the system directories and the tool's grants (its program's directory, run_command's and run_tests' scratch HOME/TMPDIR, run_tests' toolchain: [`crate::testrun::confine`]); TCP connect/bind (ABI 4+); signals and abstract UNIX sockets leaving the sandbox (ABI 6+); `ptrace` attach to outside processes; other processes' `/proc` entries |
 //! | PID namespace in user namespaces | [`pidns`], [`launch`] | any process outliving the call (`setsid`, double fork); seeing, signalling or reading the memory and environment of the host's processes (a nested user namespace and a `hidepid` `/proc`) |
 //! | Node.js permission model (node_process) | [`node_permission`] | the script's own `fs` calls outside the workspace, on any OS |
+//! | read-only mounts in the mount namespace | [`protect`] | writing the protected paths inside the workspace (`.git` at any depth, and creating the top-level `.git`), unless an approved grant names them |
+//!
+//! Grants approved by a person are pinned when approved ([`grants::pin`]): the Landlock rules are
+//! made from the descriptors opened then, never from the path again.
 //!
 //! Without a PID namespace the process machinery still kills the call's process group and
 //! whatever holds its output pipes ([`Processes::Group`]).
@@ -60,6 +64,8 @@ pub mod pidns;
 pub(crate) mod sys;
 pub mod ports;
 pub mod probe;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod protect;
 pub mod report;
 
 pub use grants::{GrantRequest, Grants};
@@ -67,7 +73,7 @@ pub use node_permission::NodePermission;
 pub use paths::{canonical_grant, program_grants, Access, Grant};
 pub use probe::Features;
 pub use limits::{By, Enforced, Limits, LimitsReport};
-pub use report::{Filesystem, Network, Processes, Report};
+pub use report::{Filesystem, Network, Processes, Protection, Report};
 
 use std::path::PathBuf;
 
@@ -135,6 +141,12 @@ pub struct SandboxOptions {
     pub limits: Limits,
     /// Simulate a system where the host can create no cgroup (tests, diagnostics).
     pub no_cgroups: bool,
+    /// Grants pinned when a person approved them ([`grants::pin`]): the sandbox's rules are
+    /// built from their open descriptors (JSON: `grantHandles`, their ids).
+    pub pinned: Vec<std::sync::Arc<grants::Pinned>>,
+    /// The globs read-only for the processes (contract §21; JSON `protect`, default
+    /// [`crate::guard::DEFAULT_PROTECT`]; [`protect`]).
+    pub protect: Vec<String>,
 }
 
 impl<'de> serde::Deserialize<'de> for Mode {
@@ -204,6 +216,11 @@ pub struct HostSandbox {
     limits: Option<LimitsOption>,
     /// The process table whose sessions' ports the processes may connect to.
     port_group: Option<u32>,
+    /// Pinned grants by id ([`grants::pin`]).
+    #[serde(default)]
+    grant_handles: Vec<u64>,
+    /// Read-only globs for the processes (absent: the write guard's default).
+    protect: Option<Vec<String>>,
 }
 
 impl TryFrom<HostSandbox> for SandboxOptions {
@@ -234,6 +251,8 @@ impl TryFrom<HostSandbox> for SandboxOptions {
             limit,
             limits,
             no_cgroups,
+            pinned: grants::pinned_all(&h.grant_handles)?,
+            protect: h.protect.unwrap_or_else(|| crate::guard::DEFAULT_PROTECT.iter().map(|s| s.to_string()).collect()),
             ..SandboxOptions::default()
         };
         if let Some(set) = h.port_group.and_then(ports::group) {
@@ -251,6 +270,7 @@ impl SandboxOptions {
                 return Err(format!("sandbox path {} must be absolute, without NUL", p.display()));
             }
         }
+        crate::guard::Guard::new(&self.protect, false).map_err(|e| format!("protect: {e}"))?;
         if self.network_allow.is_some() && self.network {
             return Err("network is either true or { allow: [...] }, not both".into());
         }
@@ -288,6 +308,9 @@ pub struct Confinement {
     /// The call's cgroups, if any (removed when the call's run ends).
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     cgroups: Option<cgroup::Leaf>,
+    /// The read-only mounts of the protected paths, if any.
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    protect: Option<protect::Protect>,
 }
 
 /// What `features` allows under `opts`: the report of a run.
@@ -307,7 +330,8 @@ pub fn plan(opts: &SandboxOptions, features: &Features) -> Report {
     };
     let processes = if features.pid_namespace { Processes::Namespace } else { Processes::Group };
     let limits = limits::decide(&opts.limits, &mechanisms(opts, features));
-    Report { landlock_abi: features.landlock_abi, filesystem, network, processes, node_permission: false, limits }
+    let protect = if opts.protect.is_empty() { Protection::None } else { Protection::ReadOnly };
+    Report { landlock_abi: features.landlock_abi, filesystem, network, processes, node_permission: false, limits, protect }
 }
 
 /// What this system offers for the limits of a tree confined with `features`.
@@ -394,6 +418,24 @@ fn filter_unavailable(opts: &SandboxOptions, features: &Features) -> Result<()> 
     })))
 }
 
+/// Protected globs where the processes get no mount namespace to make them read-only in:
+/// refused in every mode but `off`, unless the host protects nothing for processes.
+fn protect_unavailable(opts: &SandboxOptions, features: &Features) -> Result<()> {
+    if opts.protect.is_empty() || (features.pid_namespace && features.user_namespace) {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::SandboxUnavailable,
+        "the protected paths (such as .git) cannot be made read-only for commands on this system: it lacks user and PID namespaces (with a mount namespace)",
+    )
+    .with_hint("this tool cannot run here because the user protects paths the system cannot protect from commands; tell the user (the host can set protect: [] for the process tools to run without it), and do the work with the file tools instead")
+    .with_details(serde_json::json!({
+        "missing": ["mount-namespace"],
+        "pidNamespace": features.pid_namespace,
+        "userNamespace": features.user_namespace,
+    })))
+}
+
 /// In `required` mode, refuses with `SANDBOX_UNAVAILABLE` when a layer is missing here (what
 /// [`prepare`] also checks), for a tool that has an effect to avoid between the two; in every
 /// mode, when a network allowlist cannot be enforced.
@@ -403,15 +445,13 @@ pub fn require(opts: &SandboxOptions) -> Result<()> {
     }
     let features = opts.features();
     filter_unavailable(opts, &features)?;
-    if opts.mode != Mode::Required {
-        return Ok(());
+    if opts.mode == Mode::Required {
+        let missing = missing(&plan(opts, &features));
+        if !missing.is_empty() {
+            return Err(unavailable(&missing, &features));
+        }
     }
-    let missing = missing(&plan(opts, &features));
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(unavailable(&missing, &features))
-    }
+    protect_unavailable(opts, &features)
 }
 
 /// Decides and prepares the confinement of one child of `ws`. `extra` are grants of the tool
@@ -430,6 +470,9 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
             return Err(unavailable(&missing, &features));
         }
     }
+    if opts.mode != Mode::Off {
+        protect_unavailable(opts, &features)?;
+    }
     build(opts, ws, extra, &features, report)
 }
 
@@ -437,7 +480,7 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
 fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
     use std::os::fd::AsFd as _;
     if opts.mode == Mode::Off {
-        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, cgroups: None, net: None, session: None });
+        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, cgroups: None, net: None, session: None, protect: None });
     }
     let mut report = report;
     let cgroups = make_cgroups(opts, &mut report)?;
@@ -454,7 +497,13 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
                 connect.push(crate::proxy::PROXY_PORT);
             }
             let net = landlock::NetRules { block: filtered || !opts.network, bind: &opts.bind_ports, connect: &connect };
-            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, &net).map_err(|e| {
+            let pinned: Vec<(std::os::fd::BorrowedFd<'_>, Access)> = opts
+                .pinned
+                .iter()
+                .flat_map(|p| p.paths.iter())
+                .map(|p| (p.fd.as_fd(), if p.write { Access::ReadWrite } else { Access::ReadExecute }))
+                .collect();
+            let fd = landlock::build(abi, ws.dir().as_fd(), &grants, &pinned, &net).map_err(|e| {
                 Error::new(Code::IoError, format!("could not prepare the sandbox: {e}"))
                     .with_hint("try the call again; if it keeps failing, report it to the user")
             })?;
@@ -463,6 +512,20 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         None => None,
     };
     let namespaces = (features.pid_namespace && features.user_namespace).then(|| pidns::NsPlan::new(features.proc_mount));
+    let protect = match (&namespaces, opts.protect.is_empty()) {
+        (Some(_), false) => {
+            let guard = crate::guard::Guard::new(&opts.protect, false).map_err(crate::error::misconfigured)?;
+            let p = protect::plan(ws, &guard, &writable_ids(opts)).map_err(|e| {
+                Error::new(Code::IoError, format!("could not find the protected paths: {e}"))
+                    .with_hint("try the call again; if it keeps failing, report it to the user")
+            })?;
+            if !p.complete {
+                report.protect = Protection::Partial;
+            }
+            Some(p)
+        }
+        _ => None,
+    };
     let (net, session) = match &opts.network_allow {
         Some(allow) => {
             let session = crate::proxy::Session::new(allow.clone());
@@ -474,7 +537,17 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         }
         None => (None, None),
     };
-    Ok(Confinement { report, ruleset, namespaces, confined: true, cgroups, net, session })
+    Ok(Confinement { report, ruleset, namespaces, confined: true, cgroups, net, session, protect })
+}
+
+/// The files the call's write grants and the host's `writePaths` name (device, inode): a
+/// protected match among them stays writable.
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn writable_ids(opts: &SandboxOptions) -> Vec<(u64, u64)> {
+    let id = |fd: &std::os::fd::OwnedFd| rustix::fs::fstat(fd).ok().map(|st| (st.st_dev as u64, st.st_ino as u64));
+    let pinned = opts.pinned.iter().flat_map(|p| p.paths.iter()).filter(|p| p.write).filter_map(|p| id(&p.fd));
+    let host = opts.write_paths.iter().filter_map(|p| grants::open_no_symlinks(p).ok()).filter_map(|fd| id(&fd));
+    pinned.chain(host).collect()
 }
 
 /// The call's cgroups for the limits `report` enforces by cgroup. Where one cannot be made
@@ -527,7 +600,7 @@ impl Confinement {
     pub fn apply(self, spec: &mut SpawnSpec) -> Report {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            let Confinement { report, ruleset, namespaces, confined, cgroups, net, session: _ } = self;
+            let Confinement { report, ruleset, namespaces, confined, cgroups, net, session: _, protect } = self;
             if net.is_some() {
                 for (name, value) in crate::proxy::child_environment() {
                     spec.env.retain(|(n, _)| n.as_os_str() != name);
@@ -543,7 +616,7 @@ impl Confinement {
             if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
                 let limits = confined.then(|| limits::ChildLimits::new(&report.limits, &cgroups.as_ref().map(cgroup::Leaf::procs).unwrap_or_default()));
-                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net))) };
+                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net).with_protect(protect))) };
                 report
             } else {
                 // The process machinery's spawn applies no limit.
@@ -571,7 +644,7 @@ mod tests {
     #[test]
     fn plans_follow_the_features() {
         let r = plan(&opts(Mode::Auto, false), &FULL);
-        assert_eq!(r, Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false, limits: r.limits });
+        assert_eq!(r, Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false, limits: r.limits, protect: Protection::None });
         assert_eq!(r.limits.file_bytes, Enforced { max: limits::DEFAULT_FILE_BYTES, by: By::Rlimit });
         assert_eq!(plan(&opts(Mode::Auto, true), &FULL).network, Network::Allowed);
         let v3 = Features { landlock_abi: Some(3), ..FULL };

@@ -36,6 +36,22 @@ pub enum Processes {
     Group,
 }
 
+/// What the processes may do to the protected paths inside the workspace (`protect`, contract
+/// §21; [`super::protect`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protection {
+    /// Every match is read-only (mounted so in the processes' mount namespace).
+    ReadOnly,
+    /// The walk that finds them stopped at its bounds: the top-level `.git` and the matches it
+    /// found are read-only, later or deeper ones may not be.
+    Partial,
+    /// The host protects nothing for processes (`protect: []`).
+    None,
+    /// Not enforced: the sandbox is off.
+    Open,
+}
+
 /// The `sandbox` field of a result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -49,6 +65,8 @@ pub struct Report {
     pub node_permission: bool,
     /// The resource caps and how each was enforced.
     pub limits: super::limits::LimitsReport,
+    /// Whether the protected paths were read-only for the processes.
+    pub protect: Protection,
 }
 
 impl Filesystem {
@@ -89,6 +107,7 @@ impl Report {
         processes: Processes::Group,
         node_permission: false,
         limits: super::limits::LimitsReport::NONE,
+        protect: Protection::Open,
     };
 
     pub fn to_json(&self) -> serde_json::Value {
@@ -106,12 +125,12 @@ mod tests {
         let limits = serde_json::json!({ "processes": none, "memoryBytes": none, "fileBytes": none });
         assert_eq!(
             Report::OFF.to_json(),
-            serde_json::json!({ "landlockAbi": null, "filesystem": "open", "network": "open", "processes": "group", "nodePermission": false, "limits": limits })
+            serde_json::json!({ "landlockAbi": null, "filesystem": "open", "network": "open", "processes": "group", "nodePermission": false, "limits": limits, "protect": "open" })
         );
         let r = Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: true, ..Report::OFF };
         assert_eq!(
             r.to_json(),
-            serde_json::json!({ "landlockAbi": 7, "filesystem": "confined", "network": "blocked", "processes": "namespace", "nodePermission": true, "limits": limits })
+            serde_json::json!({ "landlockAbi": 7, "filesystem": "confined", "network": "blocked", "processes": "namespace", "nodePermission": true, "limits": limits, "protect": "open" })
         );
     }
 }

@@ -336,3 +336,93 @@ mod tests {
     }
 }
 
+
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// `RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS`.
+const RESOLVE_NO_LINKS: u64 = 0x02 | 0x04;
+/// `RESOLVE_BENEATH`.
+const RESOLVE_BENEATH: u64 = 0x08;
+
+/// `openat2(dir, path, O_PATH | O_NOFOLLOW | O_CLOEXEC)` beneath `dir`, following no symlink.
+pub unsafe fn open_beneath(dir: libc::c_int, path: &CStr) -> Result<libc::c_int, i32> {
+    open_no_links(dir, path, RESOLVE_BENEATH)
+}
+
+/// `openat2(AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC)` of an absolute path, following no
+/// symlink in any component.
+pub unsafe fn open_absolute_no_links(path: &CStr) -> Result<libc::c_int, i32> {
+    open_no_links(libc::AT_FDCWD, path, 0)
+}
+
+unsafe fn open_no_links(dir: libc::c_int, path: &CStr, resolve: u64) -> Result<libc::c_int, i32> {
+    let how = OpenHow { flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64, mode: 0, resolve: RESOLVE_NO_LINKS | resolve };
+    check(syscall6(libc::SYS_openat2, dir as usize, path.as_ptr() as usize, &how as *const OpenHow as usize, std::mem::size_of::<OpenHow>(), 0, 0))
+        .map(|fd| fd as libc::c_int)
+}
+
+/// The device and inode of an open file.
+pub unsafe fn identity(fd: libc::c_int) -> Result<(u64, u64), i32> {
+    let mut st: libc::stat = std::mem::zeroed();
+    check(syscall6(libc::SYS_fstat, fd as usize, &mut st as *mut libc::stat as usize, 0, 0, 0, 0))?;
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const OPEN_TREE_CLONE: usize = 1;
+const AT_EMPTY_PATH: usize = 0x1000;
+const AT_RECURSIVE: usize = 0x8000;
+const MOUNT_ATTR_RDONLY: u64 = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: usize = 0x04;
+const MOVE_MOUNT_T_EMPTY_PATH: usize = 0x40;
+
+/// Mounts the file or directory open as `fd` read-only over itself (with everything mounted
+/// beneath it): a detached copy made with `open_tree`, made read-only with `mount_setattr`,
+/// moved onto `fd` with `move_mount` (Linux 5.12+). The caller must own its mount namespace.
+pub unsafe fn bind_read_only(fd: libc::c_int) -> Result<(), i32> {
+    let empty = c"";
+    let tree = check(syscall6(
+        libc::SYS_open_tree,
+        fd as usize,
+        empty.as_ptr() as usize,
+        OPEN_TREE_CLONE | libc::O_CLOEXEC as usize | AT_EMPTY_PATH | AT_RECURSIVE,
+        0,
+        0,
+        0,
+    ))? as libc::c_int;
+    let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    let r = check(syscall6(
+        libc::SYS_mount_setattr,
+        tree as usize,
+        empty.as_ptr() as usize,
+        AT_EMPTY_PATH | AT_RECURSIVE,
+        &attr as *const MountAttr as usize,
+        std::mem::size_of::<MountAttr>(),
+        0,
+    ))
+    .and_then(|_| {
+        check(syscall6(
+            libc::SYS_move_mount,
+            tree as usize,
+            empty.as_ptr() as usize,
+            fd as usize,
+            empty.as_ptr() as usize,
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+            0,
+        ))
+    });
+    close(tree);
+    r.map(drop)
+}

@@ -477,7 +477,7 @@ mod shape_tests {
     #[test]
     fn process_output_serializes_in_the_result_shape_with_numbers_not_bigints() {
         let limits = LimitsReport::NONE;
-        let sandbox = Report { landlock_abi: Some(6), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false, limits };
+        let sandbox = Report { landlock_abi: Some(6), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false, limits, protect: crate::sandbox::Protection::ReadOnly };
         let out = ProcessOutput {
             id: "p1".into(),
             running: false,
