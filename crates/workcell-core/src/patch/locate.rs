@@ -528,6 +528,66 @@ mod tests {
     }
 
     #[test]
+    fn a_blank_line_at_the_end_of_a_hunk_is_dropped_when_the_file_has_none_there() {
+        let file = "def a():\n    return 1\ndef b():\n    return 2\n";
+        // Before the next @@, before *** End Patch, and two of them.
+        let out = update(file, "@@ def a():\n-    return 1\n+    return 10\n\n@@ def b():\n-    return 2\n+    return 20\n\n\n").unwrap();
+        assert_eq!(out.content, "def a():\n    return 10\ndef b():\n    return 20\n");
+        assert_eq!(out.loosest, Pass::Exact);
+        // Before *** End of File.
+        let out = update("end\nmid\nend\n", "@@\n-end\n+END\n\n*** End of File\n").unwrap();
+        assert_eq!(out.content, "end\nmid\nEND\n");
+        // A hunk of blank lines only, not in the file: nothing to change.
+        let out = update("a\nb\n", "@@ a\n\n").unwrap();
+        assert_eq!(out.content, "a\nb\n");
+    }
+
+    #[test]
+    fn a_trailing_blank_line_counts_first_where_the_file_has_it() {
+        // With its blank line the hunk matches the second foo only.
+        let out = update("foo\nbar\nfoo\n\nbaz\n", "@@\n-foo\n+FOO\n\n").unwrap();
+        assert_eq!(out.content, "foo\nbar\nFOO\n\nbaz\n");
+        // In the middle of a hunk, a blank line is an empty context line: it must be there.
+        let err = update("a\nb\nc\n", "@@\n a\n\n-c\n+C\n").unwrap_err();
+        assert_eq!(err.code, Code::EditNotFound);
+        let out = update("a\n\nc\n", "@@\n a\n\n-c\n+C\n").unwrap();
+        assert_eq!(out.content, "a\n\nC\n");
+    }
+
+    #[test]
+    fn the_not_found_hint_names_the_line_that_differs_not_the_hunks_first_line() {
+        // The hunk's first line is in the file; its second differs.
+        let file = "import os\n\ndef compute(a, b):\n    total = a + b\n    return total\n";
+        let err = update(file, "@@\n def compute(a, b):\n-    total = a * b\n+    total = a - b\n     return total\n").unwrap_err();
+        assert_eq!(err.code, Code::EditNotFound);
+        let d = err.details.clone().unwrap();
+        assert_eq!(d["closestLine"], 4, "{err:?}");
+        assert_eq!(d["closestText"], "    total = a + b");
+        assert_eq!(d["expected"], "    total = a * b");
+        assert_eq!((d["matchedFrom"].as_u64(), d["matchedLines"].as_u64()), (Some(3), Some(1)));
+        assert!(d["similarity"].as_f64().unwrap() < 1.0);
+        let hint = err.hint.unwrap();
+        assert!(hint.contains("where line 4 reads \"    total = a + b\""), "{hint}");
+        // The hunk runs past the end of the file.
+        let err = update("a\nb\n", "@@\n a\n b\n-c\n").unwrap_err();
+        assert!(err.hint.as_ref().unwrap().contains("match lines 1-2 of the file, which ends there"), "{err:?}");
+        assert!(err.details.unwrap().get("closestLine").is_none());
+        // The first line is nowhere: the closest line differs from it.
+        let err = update("def compute(a, b):\n", "@@\n-def compute(a, c):\n+x\n").unwrap_err();
+        let d = err.details.unwrap();
+        assert_eq!(d["closestLine"], 1);
+        assert!(d["similarity"].as_f64().unwrap() < 1.0);
+        // Nothing similar at all: said so, no line named.
+        let err = update("zzz\n", "@@\n-qqq\n").unwrap_err();
+        assert!(err.hint.as_ref().unwrap().starts_with("no line of the file is similar"), "{err:?}");
+        assert!(err.details.unwrap().get("closestLine").is_none());
+        // An anchor that is in the file only before the previous hunk: the order is named.
+        let err = update("class A\nx\nclass B\ny\n", "@@ class B\n-y\n+Y\n@@ class A\n-x\n+X\n").unwrap_err();
+        assert!(err.hint.as_ref().unwrap().contains("is looked for"), "{err:?}");
+        assert_eq!(err.details.unwrap()["foundAt"], 1);
+    }
+
+    #[test]
     fn pathological_repetition_is_linear() {
         // 60,000 identical lines and a hunk of 2,000 of them plus one that is missing: a naive
         // search would compare 10^8 lines per pass.

@@ -515,6 +515,97 @@ mod tests {
     }
 
     #[test]
+    fn a_blank_line_after_end_of_file_starts_no_phantom_hunk() {
+        let patch = p("*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n*** End of File\n\n*** End Patch\n").unwrap();
+        let FileOp::Update { hunks, .. } = &patch.ops[0] else { panic!() };
+        assert_eq!(hunks.len(), 1, "{hunks:?}");
+        assert!(hunks[0].end_of_file);
+        // Nor a blank line right after the header, before the first hunk.
+        let patch = p("*** Begin Patch\n*** Update File: a\n\n\n@@\n-x\n+y\n*** End Patch\n").unwrap();
+        let FileOp::Update { hunks, .. } = &patch.ops[0] else { panic!() };
+        assert_eq!((hunks.len(), hunks[0].line), (1, 5));
+    }
+
+    #[test]
+    fn blank_lines_at_the_end_of_a_hunk_are_counted_as_trailing_blanks() {
+        // Before the next @@, the next section, *** End of File and *** End Patch.
+        let text = "*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n\n@@\n z\n\n   \n*** Update File: b\n@@\n-q\n\n*** End of File\n*** Update File: c\n@@\n \n-r\n\n*** End Patch\n";
+        let patch = p(text).unwrap();
+        let trailing = |i: usize| match &patch.ops[i] {
+            FileOp::Update { hunks, .. } => hunks.iter().map(|h| h.trailing_blanks()).collect::<Vec<_>>(),
+            _ => panic!(),
+        };
+        assert_eq!(trailing(0), vec![1, 2]);
+        assert_eq!(trailing(1), vec![1]);
+        // A blank line in the middle stays an empty context line, not a trailing one.
+        assert_eq!(trailing(2), vec![1]);
+        let FileOp::Update { hunks, .. } = &patch.ops[2] else { panic!() };
+        assert_eq!(hunks[0].lines, vec![ctx(""), rm("r"), ctx("")]);
+    }
+
+    #[test]
+    fn a_patch_wrapped_for_a_shell_is_read_as_text_with_the_lines_numbered_as_sent() {
+        let inner = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        for wrapped in [
+            format!("apply_patch <<'EOF'\n{inner}\nEOF\n"),
+            format!("apply_patch <<EOF\n{inner}\nEOF"),
+            format!("apply_patch <<\"PATCH\"\n{inner}\nPATCH\n"),
+            format!("<<'EOF'\n{inner}\nEOF\n"),
+            format!("applypatch <<'EOF'\n{inner}\nEOF\n"),
+            format!("  apply_patch   <<'EOF'  \n{inner}\n  EOF  \n\n"),
+            format!("apply_patch\n{inner}\n"),
+            format!("apply_patch\r\n{}\r\n", inner.replace('\n', "\r\n")),
+        ] {
+            let patch = p(&wrapped).unwrap_or_else(|e| panic!("{wrapped:?}: {e:?}"));
+            assert!(matches!(&patch.ops[0], FileOp::Add { content, line: 3, .. } if content == "x\n"), "{wrapped:?}");
+        }
+        // An error inside names the line of the text as sent.
+        let (_, line) = err_line("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a\nx\n*** End Patch\nEOF\n");
+        assert_eq!(line, 4);
+    }
+
+    #[test]
+    fn anything_else_around_a_wrapper_stays_patch_invalid_with_its_line() {
+        let inner = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        let cases: &[(String, usize, &str)] = &[
+            (format!("echo hi; apply_patch <<'EOF'\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("cd sub && apply_patch <<'EOF'\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch <<'EOF' && rm -rf ~\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch <<-EOF\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch <<\"EOF'\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch --force\n{inner}\n"), 1, "starts with"),
+            (format!("apply_patch <<'EOF'\n{inner}\nEOF\necho done\n"), 7, "here-document opened at line 1 ends with a line EOF"),
+            (format!("apply_patch <<'EOF'\n{inner}\n"), 5, "here-document opened at line 1"),
+            (format!("apply_patch <<'EOF'\n{inner}\nrm -rf /\nEOF\n"), 6, "ends with the line"),
+            (format!("apply_patch <<'EOF'\nEOF\n"), 2, "starts with"),
+            (format!("apply_patch\napply_patch\n{inner}\n"), 2, "starts with"),
+            (format!("{inner}\nEOF\n"), 5, "ends with"),
+        ];
+        for (text, line, words) in cases {
+            let (hint, got) = err_line(text);
+            assert_eq!(got, *line, "{text:?}: {hint}");
+            assert!(hint.contains(words), "{text:?}: {hint}");
+        }
+    }
+
+    #[test]
+    fn an_absolute_path_is_accepted_only_beneath_the_root() {
+        let root = "/work/ws";
+        let text = "*** Begin Patch\n*** Add File: /work/ws/src/new.rs\n+x\n*** Update File: /work/ws/a.rs\n*** Move to: /work/ws/b/a.rs\n@@\n-y\n+z\n*** Delete File: rel.txt\n*** End Patch\n";
+        let patch = parse_in(text, MAX, Some(root)).unwrap();
+        assert_eq!(patch.targets().iter().map(|t| t.as_str()).collect::<Vec<_>>(), ["src/new.rs", "a.rs", "b/a.rs", "rel.txt"]);
+        // Without the root (and outside it) it is refused as before, with the line.
+        for (text, root) in [(text, None), ("*** Begin Patch\n*** Delete File: /work/wsx/a\n*** End Patch", Some(root)), ("*** Begin Patch\n*** Delete File: /etc/passwd\n*** End Patch", Some(root))] {
+            let e = parse_in(text, MAX, root).unwrap_err();
+            assert_eq!(e.reason(), Some("INVALID_RELATIVE_PATH"), "{text}");
+            assert_eq!(e.details.as_ref().unwrap()["line"], 2);
+            if root.is_some() {
+                assert!(e.hint.as_ref().unwrap().contains("accepted only beneath the workspace, /work/ws/"), "{e:?}");
+            }
+        }
+    }
+
+    #[test]
     fn every_format_error_names_its_line() {
         let cases: &[(&str, usize, &str)] = &[
             ("", 1, "starts with"),
