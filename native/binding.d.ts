@@ -190,9 +190,10 @@ export declare function checkNameArgument(path: string): string
 
 /**
  * Applies apply_patch's effect-free checks (the whole format, paths, limits) and returns the
- * number of files the patch touches; throws (message: the tool error's JSON).
+ * number of files the patch touches; throws (message: the tool error's JSON). `root`: the
+ * workspace's canonical path, beneath which an absolute path is accepted.
  */
-export declare function checkPatchArguments(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null): number
+export declare function checkPatchArguments(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, root?: string | undefined | null): number
 
 export declare function checkSearchPattern(pattern: string, glob?: string | undefined | null, ignoreCase?: boolean | undefined | null, literal?: boolean | undefined | null): void
 
@@ -262,11 +263,11 @@ export interface NativeError {
 export declare function normalizePath(path: string): string
 
 /**
- * Every path a (valid) patch touches, normalized and in order: an Update's Move to right
- * after its source (what rules, the audit and the write guard see); throws like
- * `checkPatchArguments` for an invalid patch.
+ * Every path a (valid) patch touches, normalized (relative) and in order: an Update's Move to
+ * right after its source (what rules, the audit and the write guard see); throws like
+ * `checkPatchArguments` for an invalid patch. `root` as there.
  */
-export declare function patchPaths(patch: string): Array<string>
+export declare function patchPaths(patch: string, root?: string | undefined | null): Array<string>
 
 /** One entry of `expectedHashes`. */
 export interface PathHash {

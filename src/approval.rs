@@ -95,7 +95,7 @@ impl NativeWorkspace {
         cancel: Option<&CancelHandle>,
         guard: Option<&WriteGuard>,
     ) -> napi::Result<Object<'env>> {
-        let checked = crate::patch::patch_request(patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
+        let checked = crate::patch::patch_request(workcell_core::patch::root_of(&self.ws).as_deref(), patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
         run(env, self, cancel, checked, preview::preview_patch)
     }
 

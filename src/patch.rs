@@ -19,23 +19,25 @@ pub struct PathHash {
     pub hash: String,
 }
 
-pub(crate) fn patch_request(patch: Utf16String, expected: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> workcell_core::Result<PatchRequest> {
-    PatchRequest::new(&strict_string(patch)?, crate::approval::expected_of(expected)?, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
+/// `root`: the workspace's canonical path (absolute paths beneath it are accepted, made relative).
+pub(crate) fn patch_request(root: Option<&str>, patch: Utf16String, expected: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> workcell_core::Result<PatchRequest> {
+    PatchRequest::new_in(root, &strict_string(patch)?, crate::approval::expected_of(expected)?, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
 }
 
 /// Applies apply_patch's effect-free checks (the whole format, paths, limits) and returns the
-/// number of files the patch touches; throws (message: the tool error's JSON).
+/// number of files the patch touches; throws (message: the tool error's JSON). `root`: the
+/// workspace's canonical path, beneath which an absolute path is accepted.
 #[napi]
-pub fn check_patch_arguments(patch: Utf16String, expected_hashes: Option<Vec<PathHash>>, max_bytes: Option<u32>) -> napi::Result<u32> {
-    patch_request(patch, expected_hashes, max_bytes).map(|r| r.targets().len() as u32).map_err(throw)
+pub fn check_patch_arguments(patch: Utf16String, expected_hashes: Option<Vec<PathHash>>, max_bytes: Option<u32>, root: Option<String>) -> napi::Result<u32> {
+    patch_request(root.as_deref(), patch, expected_hashes, max_bytes).map(|r| r.targets().len() as u32).map_err(throw)
 }
 
-/// Every path a (valid) patch touches, normalized and in order: an Update's Move to right
-/// after its source (what rules, the audit and the write guard see); throws like
-/// `checkPatchArguments` for an invalid patch.
+/// Every path a (valid) patch touches, normalized (relative) and in order: an Update's Move to
+/// right after its source (what rules, the audit and the write guard see); throws like
+/// `checkPatchArguments` for an invalid patch. `root` as there.
 #[napi]
-pub fn patch_paths(patch: Utf16String) -> napi::Result<Vec<String>> {
-    (|| workcell_core::patch::parse::parse(&strict_string(patch)?, workcell_core::write::MAX_WRITE_BYTES_CEILING))()
+pub fn patch_paths(patch: Utf16String, root: Option<String>) -> napi::Result<Vec<String>> {
+    (|| workcell_core::patch::parse::parse_in(&strict_string(patch)?, workcell_core::write::MAX_WRITE_BYTES_CEILING, root.as_deref()))()
         .map(|p| p.targets().iter().map(|t| t.as_str().to_string()).collect())
         .map_err(throw)
 }
@@ -71,7 +73,7 @@ impl NativeWorkspace {
         guard: Option<&WriteGuard>,
     ) -> napi::Result<Object<'env>> {
         let (ws, cancel) = (self.ws.clone(), cancel_of(cancel));
-        let checked = patch_request(patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
+        let checked = patch_request(patch::root_of(&ws).as_deref(), patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
         start_checked(env, checked, move |req, settle| {
             let tickets = patch::tickets_for(&req);
             patch::spawn_patch(ws, req, tickets, cancel, settle)

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, test } from "vitest";
@@ -274,5 +274,32 @@ describe("move_file, delete_file, make_directory", () => {
     expect((await fails(md, { path: "f" })).code).toBe("FILE_EXISTS");
     expect((await fails(md, { path: ".git/hooks" })).code).toBe("PATH_PROTECTED");
     expect(() => createMakeDirectoryTool(root, { protekt: [] } as never)).toThrow(/protekt: unknown option; did you mean protect\?/);
+  });
+});
+
+describe("apply_patch: the forms models send", () => {
+  test("an_absolute_path_beneath_the_canonical_root_gets_the_answer_the_provider_adapters_give", async () => {
+    const { root } = await tempWorkspace();
+    const canonical = await realpath(root);
+    await writeFile(join(root, "a.txt"), "one\n");
+    const tool = createApplyPatchTool(root);
+    const patch = patchOf(`*** Update File: ${canonical}/a.txt\n@@\n-one\n+two\n`, `*** Add File: ${canonical}/sub/b.txt\n+b\n`);
+    const out = await run(tool, { patch });
+    expect(out.files.map((f: any) => f.path)).toEqual(["a.txt", "sub/b.txt"]);
+    expect(await readFile(join(root, "a.txt"), "utf8")).toBe("two\n");
+    for (const outside of ["/etc/passwd", `${canonical}x/b.txt`, `${canonical}/../b.txt`]) {
+      expect(() => tool.validate({ patch: patchOf(`*** Add File: ${outside}\n+x\n`) }), outside).toThrow(/INVALID_RELATIVE_PATH/);
+    }
+  });
+
+  test("a_heredoc_wrapped_patch_with_a_blank_line_before_end_patch_applies", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "one\ntwo\n");
+    const tool = createApplyPatchTool(root);
+    const patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n@@\n-two\n+2\n\n*** End Patch\nEOF\n";
+    await run(tool, { patch });
+    expect(await readFile(join(root, "a.txt"), "utf8")).toBe("one\n2\n");
+    const err = await (async () => tool.validate({ patch: "echo hi; " + patch }))().then(() => undefined, (e: unknown) => e as ToolError);
+    expect(err?.details).toMatchObject({ line: 1 });
   });
 });

@@ -43,6 +43,37 @@ describe("textEditor: the documented commands", () => {
     expect((await editor.handle({ command: "view", path: "primes.py", view_range: [1] })).is_error).toBe(true);
   });
 
+  test("invalid_view_ranges_are_answered_in_the_reference_words_and_past_the_last_line_is_refused", async () => {
+    const { editor } = await primesWorkspace();
+    const err = (content: string) => ({ content, is_error: true });
+    expect(await editor.handle({ command: "view", path: "primes.py", view_range: [1] })).toEqual(
+      err("Error: Invalid `view_range`. It should be a list of two integers."),
+    );
+    expect(await editor.handle({ command: "view", path: "primes.py", view_range: [0, 5] })).toEqual(
+      err("Error: Invalid `view_range`: [0, 5]. Its first element `0` should be within the range of lines of the file: [1, 22]"),
+    );
+    expect(await editor.handle({ command: "view", path: "primes.py", view_range: [30, 31] })).toEqual(
+      err("Error: Invalid `view_range`: [30, 31]. Its first element `30` should be within the range of lines of the file: [1, 22]"),
+    );
+    expect(await editor.handle({ command: "view", path: "primes.py", view_range: [20, 23] })).toEqual(
+      err("Error: Invalid `view_range`: [20, 23]. Its second element `23` should be smaller than the number of lines in the file: `22`"),
+    );
+    expect(await editor.handle({ command: "view", path: "primes.py", view_range: [5, 2] })).toEqual(
+      err("Error: Invalid `view_range`: [5, 2]. Its second element `2` should be larger or equal than its first `5`"),
+    );
+    // Up to the last line, and -1, are fine.
+    expect((await editor.handle({ command: "view", path: "primes.py", view_range: [21, 22] })).content).toBe(
+      "21:             primes.append(num)\n22:     return primes",
+    );
+    expect((await editor.handle({ command: "view", path: "primes.py", view_range: [22, -1] })).is_error).toBe(false);
+    expect(await editor.handle({ command: "undo_edit", path: "primes.py" })).toEqual(
+      err("Error: Unrecognized command undo_edit. The allowed commands for the str_replace_based_edit_tool are: view, create, str_replace, insert"),
+    );
+    expect(await editor.handle({ command: "insert", path: "primes.py", insert_text: "x" })).toEqual(
+      err("Error: Parameter `insert_line` is required for command: insert"),
+    );
+  });
+
   test("view_directory_lists_two_levels_without_hidden_items", async () => {
     const { root, editor } = await primesWorkspace();
     await mkdir(join(root, "src/lib/deep"), { recursive: true });

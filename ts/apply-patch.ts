@@ -113,7 +113,7 @@ export function createApplyPatchTool(
     effect: "write",
     paths(input) {
       try {
-        return binding.patchPaths(input.patch);
+        return binding.patchPaths(input.patch, ws.canonical);
       } catch (err) {
         const converted = fromConversion(err);
         throw converted === err ? fromThrown(err) : converted;
@@ -152,7 +152,7 @@ export function createApplyPatchTool(
         hashes = Object.fromEntries(entries) as Record<string, string>;
       }
       try {
-        binding.checkPatchArguments(patch, hashList(hashes), limit);
+        binding.checkPatchArguments(patch, hashList(hashes), limit, ws.canonical);
       } catch (err) {
         throw fromThrown(err);
       }

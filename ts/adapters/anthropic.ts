@@ -86,6 +86,8 @@ export interface TextEditor {
 
 const EDITOR_TOOLS = ["read_file", "write_file", "edit_file", "list_files"] as const;
 const COMMANDS = ["view", "create", "str_replace", "insert"];
+/** read_file's largest `offset`: a read there returns no line and the file's line count. */
+const MAX_LINE_NUMBER = 4_294_967_295;
 
 function fail(text: string): AnthropicToolAnswer {
   return { content: text, is_error: true };
@@ -178,21 +180,37 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
       return listing(".", signal);
     }
     if (range !== undefined) {
+      // Invalid ranges are answered in the reference implementation's words, in its order:
+      // the shape, the first element, the second past the end, the second before the first.
       if (!Array.isArray(range) || range.length !== 2 || !range.every((n) => Number.isSafeInteger(n))) {
-        return shape("Invalid `view_range`. It should be a list of two integers, such as [1, 40] (or [10, -1] to the end).");
+        return shape("Invalid `view_range`. It should be a list of two integers.");
       }
       const [start, end] = range as [number, number];
-      if (start < 1 || (end !== -1 && end < start)) {
-        return shape(`Invalid \`view_range\`: [${start}, ${end}]. The first line is 1; the second element is -1 (to the end) or at least the first.`);
+      const firstOutside = (total: number) =>
+        shape(`Invalid \`view_range\`: [${start}, ${end}]. Its first element \`${start}\` should be within the range of lines of the file: [1, ${total}]`);
+      if (start < 1) {
+        // The file's line count: a read past any line (read_file's largest offset).
+        const c = await callTool<TextRead | ReadImageOutput>(registry, "read_file", { path, offset: MAX_LINE_NUMBER }, signal);
+        if (!c.ok) return viewFailure(c, path, range, signal);
+        if (isImageOutput(c.value)) return imageBlocks(c.value);
+        return firstOutside(c.value.totalLines ?? 0);
       }
+      const backwards = end !== -1 && end < start;
       const input: Record<string, unknown> = { path, offset: start };
-      if (end !== -1) input.limit = end - start + 1;
+      if (end !== -1) input.limit = backwards ? 1 : end - start + 1;
       const r = await callTool<TextRead | ReadImageOutput>(registry, "read_file", input, signal);
       if (!r.ok) return viewFailure(r, path, range, signal);
       if (isImageOutput(r.value)) return imageBlocks(r.value);
       const w = r.value;
-      if (w.lines === 0 && w.totalLines !== undefined && start > Math.max(w.totalLines, 1)) {
-        return shape(`Invalid \`view_range\`: [${start}, ${end}]. Its first element should be within the range of lines of the file: [1, ${w.totalLines}].`);
+      if (w.lines === 0 && w.totalLines !== undefined && start > Math.max(w.totalLines, 1)) return firstOutside(w.totalLines);
+      // Past the last line: refused, as the reference does (the answer says how many lines there are).
+      if (!backwards && end !== -1 && w.nextOffset === undefined && w.totalLines !== undefined && end > Math.max(w.totalLines, 1)) {
+        return shape(
+          `Invalid \`view_range\`: [${start}, ${end}]. Its second element \`${end}\` should be smaller than the number of lines in the file: \`${w.totalLines}\``,
+        );
+      }
+      if (backwards) {
+        return shape(`Invalid \`view_range\`: [${start}, ${end}]. Its second element \`${end}\` should be larger or equal than its first \`${start}\``);
       }
       let text = capped(numbered(w.content, start), start);
       if (w.nextOffset !== undefined && (end === -1 || w.nextOffset <= end)) {
@@ -263,7 +281,7 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
   };
 
   const insert = async (path: string, line: unknown, text: unknown, signal?: AbortSignal): Promise<AnthropicToolAnswer> => {
-    if (!Number.isSafeInteger(line)) return shape("Parameter `insert_line` is required for command: insert (0 inserts at the top)");
+    if (!Number.isSafeInteger(line)) return shape("Parameter `insert_line` is required for command: insert");
     if (typeof text !== "string") return shape("Parameter `insert_text` is required for command: insert");
     const r = await callTool<TextRead | ReadImageOutput>(registry, "read_file", { path }, signal);
     if (!r.ok) return editorError(r.error, path);
@@ -297,7 +315,7 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
     }
     const i = input as Record<string, unknown>;
     if (typeof i.command !== "string" || !COMMANDS.includes(i.command)) {
-      const got = typeof i.command === "string" ? JSON.stringify(i.command) : "no command";
+      const got = typeof i.command === "string" ? i.command : "(none)";
       return shape(`Unrecognized command ${got}. The allowed commands for the str_replace_based_edit_tool are: view, create, str_replace, insert`);
     }
     if (typeof i.path !== "string") return shape(`Parameter \`path\` is required for command: ${i.command}`);

@@ -136,6 +136,25 @@ fn check_segment(segment: &str) -> Result<()> {
     Ok(())
 }
 
+/// The part of an absolute `input` beneath `root` (the workspace's canonical path): `input` must
+/// start with `root` followed by `/`, and the rest (`.` for the root itself) is returned, to go
+/// through [`parse`] like any relative path. `None` for every other absolute path, and for a
+/// relative one. The provider adapters apply the same rule (`ts/adapters/provider-tools.ts`).
+pub fn beneath_root<'a>(input: &'a str, root: &str) -> Option<&'a str> {
+    if !input.starts_with('/') || !root.starts_with('/') {
+        return None;
+    }
+    let prefix_len = if root.ends_with('/') { root.len() } else { root.len() + 1 };
+    if input == root {
+        return Some(".");
+    }
+    if input.len() >= prefix_len && input.starts_with(root) && (root.ends_with('/') || input.as_bytes()[root.len()] == b'/') {
+        let rest = &input[prefix_len..];
+        return Some(if rest.is_empty() { "." } else { rest });
+    }
+    None
+}
+
 /// Applies the grammar to `input` and returns the normalized path.
 pub fn parse(input: &str) -> Result<RelPath> {
     if input.len() > MAX_PATH_BYTES {
@@ -266,6 +285,21 @@ mod tests {
         for p in ["..", "../a", "a/..", "a/../b", "a/b/../../c", "./..", "a//..//b"] {
             refused(p);
         }
+    }
+
+    #[test]
+    fn an_absolute_path_counts_only_beneath_the_root_followed_by_a_slash() {
+        let root = "/home/me/ws";
+        assert_eq!(beneath_root("/home/me/ws/src/a.rs", root), Some("src/a.rs"));
+        assert_eq!(beneath_root("/home/me/ws/", root), Some("."));
+        assert_eq!(beneath_root("/home/me/ws", root), Some("."));
+        // The rest still meets the grammar: `..` is refused there.
+        assert_eq!(beneath_root("/home/me/ws/../etc/passwd", root), Some("../etc/passwd"));
+        refused("../etc/passwd");
+        for outside in ["/home/me/wsx/secret", "/home/me/w", "/etc/passwd", "src/a.rs", "home/me/ws/a"] {
+            assert_eq!(beneath_root(outside, root), None, "{outside}");
+        }
+        assert_eq!(beneath_root("/a/b", "/"), Some("a/b"));
     }
 
     #[test]

@@ -233,8 +233,8 @@ pub fn apply_hunks(shown: &str, original: &str, hunks: &[Hunk], cancel: &Cancel,
     let eol = if crlf > lf { "\r\n" } else { "\n" };
     let mut keys = Keys { lines: &lines, by_pass: [None, None, None, None] };
     let mut loosest = Pass::Exact;
-    // (start, old length, hunk index)
-    let mut places: Vec<(usize, usize, usize)> = Vec::with_capacity(hunks.len());
+    // (start, old length, hunk index, trailing blank lines dropped)
+    let mut places: Vec<(usize, usize, usize, usize)> = Vec::with_capacity(hunks.len());
     let mut cursor = 0usize;
     for (h, hunk) in hunks.iter().enumerate() {
         cancel.check()?;
@@ -244,35 +244,43 @@ pub fn apply_hunks(shown: &str, original: &str, hunks: &[Hunk], cancel: &Cancel,
                     loosest = loosest.max(pass);
                     cursor = at + 1;
                 }
-                None => return Err(not_found(shown, &lines, anchor, hunk, h, true)),
+                None => return Err(not_found(shown, &mut keys, &[anchor.as_str()], cursor, hunk, h, true, budget)),
             }
         }
         let old: Vec<&str> = hunk.old_lines().collect();
-        if old.is_empty() {
-            let at = if hunk.anchors.is_empty() { lines.len() } else { cursor };
-            places.push((at, 0, h));
-            cursor = at;
-            continue;
+        // Blank lines at the end of the hunk count as context when the file has them there;
+        // otherwise they are dropped, one at a time (as Codex drops one).
+        let mut found = None;
+        for drop in 0..=hunk.trailing_blanks() {
+            let want = &old[..old.len() - drop];
+            if want.is_empty() {
+                let at = if hunk.anchors.is_empty() { lines.len() } else { cursor };
+                found = Some((at, Pass::Exact, drop));
+                break;
+            }
+            if let Some((at, pass)) = seek(&mut keys, want, cursor, hunk.end_of_file, budget)? {
+                found = Some((at, pass, drop));
+                break;
+            }
         }
-        match seek(&mut keys, &old, cursor, hunk.end_of_file, budget)? {
-            Some((at, pass)) => {
+        match found {
+            Some((at, pass, drop)) => {
                 loosest = loosest.max(pass);
-                places.push((at, old.len(), h));
-                cursor = at + old.len();
+                let len = old.len() - drop;
+                places.push((at, len, h, drop));
+                cursor = at + len;
             }
-            None => {
-                let first = old.iter().copied().find(|l| !l.trim().is_empty()).unwrap_or(old[0]);
-                return Err(not_found(shown, &lines, first, hunk, h, false));
-            }
+            None => return Err(not_found(shown, &mut keys, &old, cursor, hunk, h, false, budget)),
         }
     }
     // Build the result.
     let mut out: Vec<(Cow<str>, &str)> = Vec::with_capacity(lines.len() + 16);
     let mut at = 0usize;
-    for &(start, len, h) in &places {
+    for &(start, len, h, drop) in &places {
         out.extend(lines[at..start].iter().map(|l| (Cow::Borrowed(l.text), l.eol)));
         let mut i = start;
-        for hl in &hunks[h].lines {
+        let hunk_lines = &hunks[h].lines;
+        for hl in &hunk_lines[..hunk_lines.len() - drop] {
             match hl {
                 HunkLine::Context(_) => {
                     out.push((Cow::Borrowed(lines[i].text), lines[i].eol));
@@ -297,31 +305,123 @@ pub fn apply_hunks(shown: &str, original: &str, hunks: &[Hunk], cancel: &Cancel,
     Ok(Updated { content, loosest })
 }
 
-fn not_found(shown: &str, lines: &[Line], wanted: &str, hunk: &Hunk, h: usize, anchor: bool) -> Error {
-    let what = if anchor { format!("the @@ line {:?}", crate::edit::cut_chars(wanted, 120)) } else { "its lines".to_string() };
+/// Most occurrences of a hunk's first line examined for the hint of a hunk not found, and most
+/// line comparisons spent on them.
+const HINT_STARTS: usize = 1_000;
+const HINT_STEPS: usize = 1_000_000;
+
+/// `EDIT_NOT_FOUND` for hunk `h`, whose `wanted` lines (an anchor, or its context and removed
+/// lines) are not in the file from line `cursor` on. The hint says why, in this order:
+/// - the lines are in the file, but before `cursor` (hunks are located in file order);
+/// - the hunk's first lines are in the file but a later one differs: where the longest such
+///   run starts, and the file's line where the hunk's next line was expected (or that the file
+///   ends there);
+/// - else the file's line most similar to the hunk's first non-blank line, among the lines that
+///   differ from it; or that nothing is similar.
+///
+/// Lines are compared as the loosest pass does (whitespace and Unicode punctuation tolerated),
+/// so a line named as differing really differs.
+#[allow(clippy::too_many_arguments)]
+fn not_found(shown: &str, keys: &mut Keys, wanted: &[&str], cursor: usize, hunk: &Hunk, h: usize, anchor: bool, budget: &mut ScanBudget) -> Error {
+    let what = if anchor { format!("the @@ line {:?}", crate::edit::cut_chars(wanted[0], 120)) } else { "its lines".to_string() };
     let err = Error::new(Code::EditNotFound, format!("hunk {} of {shown} (patch line {}): {what} not found", h + 1, hunk.line));
-    let target = wanted.trim();
-    let mut best: Option<(f64, usize, &str)> = None;
-    if !target.is_empty() {
+    let base = serde_json::json!({ "hunk": h, "patchLine": hunk.line });
+    let with = |extra: serde_json::Value| {
+        let mut d = base.clone();
+        if let (Some(m), serde_json::Value::Object(e)) = (d.as_object_mut(), extra) {
+            m.extend(e);
+        }
+        d
+    };
+    let reread = "Read the file again and write the hunk's context and - lines from it";
+    let pass = Pass::Punctuation;
+    let pat: Vec<String> = wanted.iter().map(|w| key(pass, w).into_owned()).collect();
+    let lines = keys.lines;
+    // 1. Before the cursor.
+    if cursor > 0 {
+        if let Ok(Some(at)) = find_from(keys.get(pass), &pat, 0, budget) {
+            if at < cursor {
+                return err
+                    .with_hint(format!(
+                        "these lines are at line {} of the file, before where this hunk is looked for (hunks are located in file order, each after the previous hunk, which ended at line {cursor}); put the hunks in the order of the file",
+                        at + 1
+                    ))
+                    .with_details(with(serde_json::json!({ "foundAt": at + 1, "searchedFrom": cursor + 1 })));
+            }
+        }
+    }
+    let file = &keys.get(pass).0;
+    // 2. The longest run of the hunk's first lines, from the cursor on.
+    if pat.len() > 1 {
+        let mut best: Option<(usize, usize)> = None; // (start, matched)
+        let mut steps = 0usize;
+        for s in (cursor..file.len()).filter(|&s| file[s] == pat[0]).take(HINT_STARTS) {
+            let k = file[s..].iter().zip(&pat).take_while(|(a, b)| a == b).count();
+            steps += k;
+            if best.is_none_or(|(_, b)| k > b) {
+                best = Some((s, k));
+            }
+            if steps > HINT_STEPS {
+                break;
+            }
+        }
+        if let Some((s, k)) = best {
+            let expected = crate::edit::cut_chars(wanted[k], 200);
+            if s + k >= lines.len() {
+                return err
+                    .with_hint(format!(
+                        "the hunk's first {k} line(s) match lines {}-{} of the file, which ends there; the hunk's next line {expected:?} is not in it. {reread}",
+                        s + 1,
+                        s + k
+                    ))
+                    .with_details(with(serde_json::json!({ "matchedFrom": s + 1, "matchedLines": k, "expected": expected })));
+            }
+            let text = crate::edit::cut_chars(lines[s + k].text, 200);
+            let score = crate::edit::similarity(wanted[k].trim(), lines[s + k].text.trim());
+            return err
+                .with_hint(format!(
+                    "the hunk's first {k} line(s) match from line {} of the file, then the hunk has {expected:?} where line {} reads {text:?}. {reread}",
+                    s + 1,
+                    s + k + 1
+                ))
+                .with_details(with(serde_json::json!({
+                    "matchedFrom": s + 1,
+                    "matchedLines": k,
+                    "expected": expected,
+                    "closestLine": s + k + 1,
+                    "closestText": text,
+                    "similarity": (score * 100.0).round() / 100.0,
+                })));
+        }
+    }
+    // 3. The most similar line that differs from the hunk's first non-blank line.
+    let target = wanted.iter().copied().find(|l| !l.trim().is_empty()).unwrap_or(wanted[0]);
+    let target_key = key(pass, target);
+    let mut best: Option<(f64, usize)> = None;
+    if !target.trim().is_empty() {
         for (n, line) in lines.iter().enumerate().take(100_000) {
-            let score = crate::edit::similarity(target, line.text.trim());
-            if score > 0.0 && best.is_none_or(|(b, _, _)| score > b) {
-                best = Some((score, n + 1, line.text));
+            if file[n] == *target_key {
+                continue;
+            }
+            let score = crate::edit::similarity(target.trim(), line.text.trim());
+            if score > 0.0 && best.is_none_or(|(b, _)| score > b) {
+                best = Some((score, n));
             }
         }
     }
     match best {
-        Some((score, line, text)) => {
-            let quoted = crate::edit::cut_chars(text, 200);
+        Some((score, n)) => {
+            let quoted = crate::edit::cut_chars(lines[n].text, 200);
             err.with_hint(format!(
-                "hunks are located after the previous hunk, whitespace and Unicode punctuation tolerated; the line closest to {:?} is line {line}: {quoted:?}. Read the file again and write the hunk's context and - lines from it",
-                crate::edit::cut_chars(target, 120)
+                "hunks are located after the previous hunk, whitespace and Unicode punctuation tolerated; the line closest to {:?} is line {}: {quoted:?}. {reread}",
+                crate::edit::cut_chars(target.trim(), 120),
+                n + 1
             ))
-            .with_details(serde_json::json!({ "hunk": h, "patchLine": hunk.line, "closestLine": line, "closestText": quoted, "similarity": (score * 100.0).round() / 100.0 }))
+            .with_details(with(serde_json::json!({ "closestLine": n + 1, "closestText": quoted, "similarity": (score * 100.0).round() / 100.0 })))
         }
         None => err
-            .with_hint("nothing similar is in the file: read it again and write the hunk's context and - lines from it")
-            .with_details(serde_json::json!({ "hunk": h, "patchLine": hunk.line })),
+            .with_hint(format!("no line of the file is similar to {:?}: read it again and write the hunk's context and - lines from it", crate::edit::cut_chars(target.trim(), 120)))
+            .with_details(base),
     }
 }
 
@@ -425,6 +525,66 @@ mod tests {
         // Hunks are looked for after the previous one: out of order is not found.
         let err = update("a\nb\n", "@@\n-b\n+B\n@@\n-a\n+A\n").unwrap_err();
         assert!(err.message.contains("hunk 2"));
+    }
+
+    #[test]
+    fn a_blank_line_at_the_end_of_a_hunk_is_dropped_when_the_file_has_none_there() {
+        let file = "def a():\n    return 1\ndef b():\n    return 2\n";
+        // Before the next @@, before *** End Patch, and two of them.
+        let out = update(file, "@@ def a():\n-    return 1\n+    return 10\n\n@@ def b():\n-    return 2\n+    return 20\n\n\n").unwrap();
+        assert_eq!(out.content, "def a():\n    return 10\ndef b():\n    return 20\n");
+        assert_eq!(out.loosest, Pass::Exact);
+        // Before *** End of File.
+        let out = update("end\nmid\nend\n", "@@\n-end\n+END\n\n*** End of File\n").unwrap();
+        assert_eq!(out.content, "end\nmid\nEND\n");
+        // A hunk of blank lines only, not in the file: nothing to change.
+        let out = update("a\nb\n", "@@ a\n\n").unwrap();
+        assert_eq!(out.content, "a\nb\n");
+    }
+
+    #[test]
+    fn a_trailing_blank_line_counts_first_where_the_file_has_it() {
+        // With its blank line the hunk matches the second foo only.
+        let out = update("foo\nbar\nfoo\n\nbaz\n", "@@\n-foo\n+FOO\n\n").unwrap();
+        assert_eq!(out.content, "foo\nbar\nFOO\n\nbaz\n");
+        // In the middle of a hunk, a blank line is an empty context line: it must be there.
+        let err = update("a\nb\nc\n", "@@\n a\n\n-c\n+C\n").unwrap_err();
+        assert_eq!(err.code, Code::EditNotFound);
+        let out = update("a\n\nc\n", "@@\n a\n\n-c\n+C\n").unwrap();
+        assert_eq!(out.content, "a\n\nC\n");
+    }
+
+    #[test]
+    fn the_not_found_hint_names_the_line_that_differs_not_the_hunks_first_line() {
+        // The hunk's first line is in the file; its second differs.
+        let file = "import os\n\ndef compute(a, b):\n    total = a + b\n    return total\n";
+        let err = update(file, "@@\n def compute(a, b):\n-    total = a * b\n+    total = a - b\n     return total\n").unwrap_err();
+        assert_eq!(err.code, Code::EditNotFound);
+        let d = err.details.clone().unwrap();
+        assert_eq!(d["closestLine"], 4, "{err:?}");
+        assert_eq!(d["closestText"], "    total = a + b");
+        assert_eq!(d["expected"], "    total = a * b");
+        assert_eq!((d["matchedFrom"].as_u64(), d["matchedLines"].as_u64()), (Some(3), Some(1)));
+        assert!(d["similarity"].as_f64().unwrap() < 1.0);
+        let hint = err.hint.unwrap();
+        assert!(hint.contains("where line 4 reads \"    total = a + b\""), "{hint}");
+        // The hunk runs past the end of the file.
+        let err = update("a\nb\n", "@@\n a\n b\n-c\n").unwrap_err();
+        assert!(err.hint.as_ref().unwrap().contains("match lines 1-2 of the file, which ends there"), "{err:?}");
+        assert!(err.details.unwrap().get("closestLine").is_none());
+        // The first line is nowhere: the closest line differs from it.
+        let err = update("def compute(a, b):\n", "@@\n-def compute(a, c):\n+x\n").unwrap_err();
+        let d = err.details.unwrap();
+        assert_eq!(d["closestLine"], 1);
+        assert!(d["similarity"].as_f64().unwrap() < 1.0);
+        // Nothing similar at all: said so, no line named.
+        let err = update("zzz\n", "@@\n-qqq\n").unwrap_err();
+        assert!(err.hint.as_ref().unwrap().starts_with("no line of the file is similar"), "{err:?}");
+        assert!(err.details.unwrap().get("closestLine").is_none());
+        // An anchor that is in the file only before the previous hunk: the order is named.
+        let err = update("class A\nx\nclass B\ny\n", "@@ class B\n-y\n+Y\n@@ class A\n-x\n+X\n").unwrap_err();
+        assert!(err.hint.as_ref().unwrap().contains("is looked for"), "{err:?}");
+        assert_eq!(err.details.unwrap()["foundAt"], 1);
     }
 
     #[test]

@@ -69,12 +69,20 @@ pub struct PatchRequest {
 impl PatchRequest {
     /// Parses the patch and checks `expectedHashes` (each key a path the patch names).
     /// `max_bytes` bounds every resulting file (write_file's limit).
+    /// No absolute path is accepted; [`PatchRequest::new_in`] accepts those beneath a root.
     pub fn new(text: &str, expected: Vec<(String, String)>, max_bytes: usize) -> Result<Self> {
-        let patch = parse::parse(text, max_bytes)?;
+        Self::new_in(None, text, expected, max_bytes)
+    }
+
+    /// As [`PatchRequest::new`]; `root`, the workspace's canonical path, lets the patch (and
+    /// `expectedHashes`) name a file by an absolute path beneath it followed by `/`, made
+    /// relative ([`crate::path::beneath_root`], the rule the provider adapters apply).
+    pub fn new_in(root: Option<&str>, text: &str, expected: Vec<(String, String)>, max_bytes: usize) -> Result<Self> {
+        let patch = parse::parse_in(text, max_bytes, root)?;
         let named: Vec<String> = patch.targets().iter().map(|p| p.as_str().to_string()).collect();
         let mut map = BTreeMap::new();
         for (raw, hash) in expected {
-            let path = crate::path::parse(&raw)?;
+            let path = crate::path::parse(root.and_then(|r| crate::path::beneath_root(&raw, r)).unwrap_or(&raw))?;
             if !named.iter().any(|n| n == path.as_str()) {
                 return Err(Error::invalid(
                     Reason::InvalidArgumentsShape,
@@ -97,6 +105,12 @@ impl PatchRequest {
     pub fn targets(&self) -> Vec<&RelPath> {
         self.patch.targets()
     }
+}
+
+/// The workspace's canonical path as the root absolute paths in a patch may start with (none
+/// when it is not UTF-8).
+pub fn root_of(ws: &Workspace) -> Option<String> {
+    ws.canonical().to_str().map(str::to_string)
 }
 
 /// The call's places in the per-target queues: one per path, taken at once. Call it
@@ -137,7 +151,7 @@ pub fn spawn_patch(
 
 /// Convenience for Rust callers: checks, takes the tickets now and applies.
 pub async fn apply(ws: Arc<Workspace>, patch: &str, cancel: Cancel) -> Result<PatchOutput> {
-    let request = PatchRequest::new(patch, vec![], crate::write::MAX_WRITE_BYTES)?;
+    let request = PatchRequest::new_in(root_of(&ws).as_deref(), patch, vec![], crate::write::MAX_WRITE_BYTES)?;
     let tickets = tickets_for(&request);
     apply_patch(ws, request, tickets, cancel).await
 }

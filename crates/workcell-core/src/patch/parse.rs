@@ -12,11 +12,23 @@
 //! *** End Patch
 //! ```
 //!
-//! Tolerated, as models write it: blank lines before `*** Begin Patch` and after
-//! `*** End Patch`, whitespace around the `***` markers, CRLF line ends, the first hunk of an
-//! Update without a `@@` line, and an empty line inside a hunk (read as an empty context line).
+//! Tolerated, as models write it (docs/apply_patch.md lists each form):
+//! - the patch wrapped as sent to a shell: `apply_patch <<'EOF'` (or `<<EOF`, `<<"EOF"`, any
+//!   delimiter word, with or without the command) ... the delimiter line, or an `apply_patch`
+//!   line before `*** Begin Patch`; what is inside must be the whole patch. Text only: nothing
+//!   is run;
+//! - blank lines before `*** Begin Patch`, after `*** End Patch` and between sections (after an
+//!   Add File's last `+` line, after a Delete File, after `*** End of File`), whitespace around
+//!   the `***` markers, CRLF line ends;
+//! - the first hunk of an Update without a `@@` line;
+//! - a blank (empty or whitespace-only) line inside a hunk: an empty context line. Blank lines
+//!   at the end of a hunk are kept here and dropped by the locator when the hunk is not found
+//!   with them ([`Hunk::trailing_blanks`]);
+//! - with the workspace's canonical root, an absolute path beneath it (made relative).
+//!
 //! Everything else that does not follow the format is `TOOL_ARGUMENTS_INVALID` /
-//! `PATCH_INVALID` with the line number in the hint and in `details.line`.
+//! `PATCH_INVALID` with the line number (of the text as sent, wrapper included) in the hint and
+//! in `details.line`.
 
 use crate::error::{Error, Reason, Result};
 use crate::path::RelPath;
@@ -53,6 +65,14 @@ impl Hunk {
             HunkLine::Context(t) | HunkLine::Remove(t) => Some(t.as_str()),
             HunkLine::Add(_) => None,
         })
+    }
+
+    /// How many of the hunk's last lines are blank context lines (empty or whitespace only, after
+    /// its last added, removed or non-blank context line): the blank lines models leave at the
+    /// end of a hunk, before the next `@@`, section or `*** End Patch`. Located with them first,
+    /// then without them, one fewer at a time (see [`crate::patch::locate`]).
+    pub fn trailing_blanks(&self) -> usize {
+        self.lines.iter().rev().take_while(|l| matches!(l, HunkLine::Context(t) if t.trim().is_empty())).count()
     }
 }
 
@@ -108,13 +128,20 @@ const UPDATE: &str = "*** Update File:";
 const MOVE: &str = "*** Move to:";
 const EOF: &str = "*** End of File";
 
-fn header_path(rest: &str, line: usize) -> Result<RelPath> {
+/// The path of a section header: an absolute path beneath `root` (the workspace's canonical path)
+/// followed by `/` counts as the relative path after it ([`crate::path::beneath_root`]); then the
+/// path grammar.
+fn header_path(rest: &str, line: usize, root: Option<&str>) -> Result<RelPath> {
     let raw = rest.trim();
     if raw.is_empty() {
         return Err(invalid(line, "the header names no path; write it as *** Update File: src/app.py"));
     }
+    let raw = root.and_then(|r| crate::path::beneath_root(raw, r)).unwrap_or(raw);
     crate::write::check_path(raw).map_err(|e| {
-        let hint = format!("line {line}: {}", e.hint.clone().unwrap_or_default());
+        let mut hint = format!("line {line}: {}", e.hint.clone().unwrap_or_default());
+        if let (true, Some(r)) = (raw.starts_with('/'), root) {
+            hint.push_str(&format!(" (an absolute path is accepted only beneath the workspace, {r}/)"));
+        }
         let mut details = e.details.clone().unwrap_or_else(|| serde_json::json!({}));
         if let Some(map) = details.as_object_mut() {
             map.insert("line".into(), line.into());
@@ -123,8 +150,60 @@ fn header_path(rest: &str, line: usize) -> Result<RelPath> {
     })
 }
 
-/// Parses `text`. `max_file_bytes` bounds an added file's content (write_file's limit).
+/// The commands a wrapper may name: the tool's name, as models write it in a shell.
+const COMMANDS: [&str; 2] = ["apply_patch", "applypatch"];
+
+/// A here-document opener, `<<EOF`, `<<'EOF'` or `<<"EOF"` (any delimiter word), after an
+/// optional `apply_patch`: the delimiter. `None` for anything else on the line.
+fn heredoc_opener(line: &str) -> Option<&str> {
+    let mut rest = line.trim();
+    for c in COMMANDS {
+        if let Some(r) = rest.strip_prefix(c) {
+            if r.starts_with([' ', '\t']) || r.starts_with("<<") {
+                rest = r.trim_start();
+                break;
+            }
+        }
+    }
+    let spec = rest.strip_prefix("<<")?.trim_start();
+    let word = match spec.chars().next()? {
+        q @ ('\'' | '"') => spec.strip_prefix(q)?.strip_suffix(q)?,
+        _ => spec,
+    };
+    let is_word = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    is_word.then_some(word)
+}
+
+/// Where the patch is in `lines` (a range) when it comes wrapped as models send it to a shell:
+/// a here-document (`apply_patch <<'EOF'` ... `EOF`, `<<EOF`, `<<"EOF"`) or an `apply_patch`
+/// line before it. The wrapper is text, never run: what it encloses must be a whole patch and
+/// nothing else. Without a wrapper, all of `lines`.
+fn unwrap_shell(lines: &[&str]) -> Result<std::ops::Range<usize>> {
+    let Some(first) = lines.iter().position(|l| !l.trim().is_empty()) else { return Ok(0..lines.len()) };
+    let opener = lines[first].trim();
+    if COMMANDS.contains(&opener) {
+        return Ok(first + 1..lines.len());
+    }
+    let Some(word) = heredoc_opener(opener) else { return Ok(0..lines.len()) };
+    let last = lines.iter().rposition(|l| !l.trim().is_empty()).unwrap_or(first);
+    if last == first || lines[last].trim() != word {
+        return Err(invalid(
+            last + 1,
+            format!("the here-document opened at line {} ends with a line {word}; send the patch alone, from {BEGIN:?} to {END:?}", first + 1),
+        ));
+    }
+    Ok(first + 1..last)
+}
+
+/// Parses `text` (no absolute path accepted). `max_file_bytes` bounds an added file's content
+/// (write_file's limit).
 pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
+    parse_in(text, max_file_bytes, None)
+}
+
+/// Parses `text`; `root`, the workspace's canonical path, lets a header name a file by an
+/// absolute path beneath it (made relative).
+pub fn parse_in(text: &str, max_file_bytes: usize, root: Option<&str>) -> Result<Patch> {
     if text.len() > MAX_PATCH_BYTES {
         return Err(Error::invalid(
             Reason::ContentTooLarge,
@@ -135,14 +214,18 @@ pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
         )
         .with_details(serde_json::json!({ "bytes": text.len(), "limit": MAX_PATCH_BYTES })));
     }
-    let lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    let all: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    let range = unwrap_shell(&all)?;
+    // `base` lines come before `lines[0]`: line numbers are the text's own, wrapper included.
+    let base = range.start;
+    let lines = &all[range];
     // 1-based numbering; blank lines around the markers are skipped.
     let mut i = 0;
     while i < lines.len() && lines[i].trim().is_empty() {
         i += 1;
     }
     if i == lines.len() || lines[i].trim() != BEGIN {
-        let at = (i + 1).min(lines.len().max(1));
+        let at = base + (i + 1).min(lines.len().max(1));
         return Err(invalid(at, format!("a patch starts with the line {BEGIN:?}")));
     }
     let mut end = lines.len();
@@ -150,18 +233,24 @@ pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
         end -= 1;
     }
     if end <= i + 1 || lines[end - 1].trim() != END {
-        return Err(invalid(end, format!("a patch ends with the line {END:?}")));
+        return Err(invalid(base + end, format!("a patch ends with the line {END:?}")));
     }
     let body = &lines[i + 1..end - 1];
-    let first = i + 2; // line number of body[0]
+    let first = base + i + 2; // line number of body[0]
+    let blank_until_section = |from: usize| body[from..].iter().take_while(|l| !l.starts_with("***")).all(|l| l.trim().is_empty());
     let mut ops = Vec::new();
     let mut hunk_count = 0usize;
     let mut k = 0;
     while k < body.len() {
         let n = first + k;
         let l = body[k].trim();
+        if l.is_empty() {
+            // Blank lines between sections.
+            k += 1;
+            continue;
+        }
         if let Some(rest) = l.strip_prefix(ADD) {
-            let path = header_path(rest, n)?;
+            let path = header_path(rest, n, root)?;
             k += 1;
             let mut content = String::new();
             while k < body.len() && !body[k].starts_with("***") {
@@ -170,6 +259,9 @@ pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
                         content.push_str(t);
                         content.push('\n');
                     }
+                    // Blank lines after the last + line end the section; one before a + line
+                    // is ambiguous (an empty line of the file is written "+").
+                    None if blank_until_section(k) => break,
                     None => {
                         return Err(invalid(
                             first + k,
@@ -192,7 +284,7 @@ pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
             }
             ops.push(FileOp::Add { path, line: n, content });
         } else if let Some(rest) = l.strip_prefix(DELETE) {
-            let path = header_path(rest, n)?;
+            let path = header_path(rest, n, root)?;
             k += 1;
             while k < body.len() && body[k].trim().is_empty() {
                 k += 1;
@@ -202,12 +294,12 @@ pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
             }
             ops.push(FileOp::Delete { path, line: n });
         } else if let Some(rest) = l.strip_prefix(UPDATE) {
-            let path = header_path(rest, n)?;
+            let path = header_path(rest, n, root)?;
             k += 1;
             let mut move_to = None;
             if k < body.len() {
                 if let Some(rest) = body[k].trim().strip_prefix(MOVE) {
-                    move_to = Some(header_path(rest, first + k)?);
+                    move_to = Some(header_path(rest, first + k, root)?);
                     k += 1;
                 }
             }
@@ -248,12 +340,20 @@ pub fn parse(text: &str, max_file_bytes: usize) -> Result<Patch> {
                     k += 1;
                     continue;
                 }
+                let blank = raw.trim().is_empty();
+                if blank && current.is_none() {
+                    // Between hunks (after *** End of File, before the first hunk): no hunk to
+                    // be part of.
+                    k += 1;
+                    continue;
+                }
                 let hl = match raw.chars().next() {
                     Some(' ') => HunkLine::Context(raw[1..].to_string()),
                     Some('-') => HunkLine::Remove(raw[1..].to_string()),
                     Some('+') => HunkLine::Add(raw[1..].to_string()),
-                    None => HunkLine::Context(String::new()),
-                    Some(_) => {
+                    // An empty (or whitespace-only) line: an empty context line.
+                    _ if blank => HunkLine::Context(raw.to_string()),
+                    _ => {
                         return Err(invalid(
                             at,
                             "a hunk line starts with a space (context), - (removed) or + (added); start a hunk with @@",
@@ -412,6 +512,97 @@ mod tests {
         // An empty added file.
         let patch = p("*** Begin Patch\n*** Add File: empty.txt\n*** End Patch\n").unwrap();
         assert!(matches!(&patch.ops[0], FileOp::Add { content, .. } if content.is_empty()));
+    }
+
+    #[test]
+    fn a_blank_line_after_end_of_file_starts_no_phantom_hunk() {
+        let patch = p("*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n*** End of File\n\n*** End Patch\n").unwrap();
+        let FileOp::Update { hunks, .. } = &patch.ops[0] else { panic!() };
+        assert_eq!(hunks.len(), 1, "{hunks:?}");
+        assert!(hunks[0].end_of_file);
+        // Nor a blank line right after the header, before the first hunk.
+        let patch = p("*** Begin Patch\n*** Update File: a\n\n\n@@\n-x\n+y\n*** End Patch\n").unwrap();
+        let FileOp::Update { hunks, .. } = &patch.ops[0] else { panic!() };
+        assert_eq!((hunks.len(), hunks[0].line), (1, 5));
+    }
+
+    #[test]
+    fn blank_lines_at_the_end_of_a_hunk_are_counted_as_trailing_blanks() {
+        // Before the next @@, the next section, *** End of File and *** End Patch.
+        let text = "*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n\n@@\n z\n\n   \n*** Update File: b\n@@\n-q\n\n*** End of File\n*** Update File: c\n@@\n \n-r\n\n*** End Patch\n";
+        let patch = p(text).unwrap();
+        let trailing = |i: usize| match &patch.ops[i] {
+            FileOp::Update { hunks, .. } => hunks.iter().map(|h| h.trailing_blanks()).collect::<Vec<_>>(),
+            _ => panic!(),
+        };
+        assert_eq!(trailing(0), vec![1, 2]);
+        assert_eq!(trailing(1), vec![1]);
+        // A blank line in the middle stays an empty context line, not a trailing one.
+        assert_eq!(trailing(2), vec![1]);
+        let FileOp::Update { hunks, .. } = &patch.ops[2] else { panic!() };
+        assert_eq!(hunks[0].lines, vec![ctx(""), rm("r"), ctx("")]);
+    }
+
+    #[test]
+    fn a_patch_wrapped_for_a_shell_is_read_as_text_with_the_lines_numbered_as_sent() {
+        let inner = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        for wrapped in [
+            format!("apply_patch <<'EOF'\n{inner}\nEOF\n"),
+            format!("apply_patch <<EOF\n{inner}\nEOF"),
+            format!("apply_patch <<\"PATCH\"\n{inner}\nPATCH\n"),
+            format!("<<'EOF'\n{inner}\nEOF\n"),
+            format!("applypatch <<'EOF'\n{inner}\nEOF\n"),
+            format!("  apply_patch   <<'EOF'  \n{inner}\n  EOF  \n\n"),
+            format!("apply_patch\n{inner}\n"),
+            format!("apply_patch\r\n{}\r\n", inner.replace('\n', "\r\n")),
+        ] {
+            let patch = p(&wrapped).unwrap_or_else(|e| panic!("{wrapped:?}: {e:?}"));
+            assert!(matches!(&patch.ops[0], FileOp::Add { content, line: 3, .. } if content == "x\n"), "{wrapped:?}");
+        }
+        // An error inside names the line of the text as sent.
+        let (_, line) = err_line("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a\nx\n*** End Patch\nEOF\n");
+        assert_eq!(line, 4);
+    }
+
+    #[test]
+    fn anything_else_around_a_wrapper_stays_patch_invalid_with_its_line() {
+        let inner = "*** Begin Patch\n*** Add File: a\n+x\n*** End Patch";
+        let cases: &[(String, usize, &str)] = &[
+            (format!("echo hi; apply_patch <<'EOF'\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("cd sub && apply_patch <<'EOF'\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch <<'EOF' && rm -rf ~\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch <<-EOF\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch <<\"EOF'\n{inner}\nEOF\n"), 1, "starts with"),
+            (format!("apply_patch --force\n{inner}\n"), 1, "starts with"),
+            (format!("apply_patch <<'EOF'\n{inner}\nEOF\necho done\n"), 7, "here-document opened at line 1 ends with a line EOF"),
+            (format!("apply_patch <<'EOF'\n{inner}\n"), 5, "here-document opened at line 1"),
+            (format!("apply_patch <<'EOF'\n{inner}\nrm -rf /\nEOF\n"), 6, "ends with the line"),
+            (format!("apply_patch <<'EOF'\nEOF\n"), 2, "starts with"),
+            (format!("apply_patch\napply_patch\n{inner}\n"), 2, "starts with"),
+            (format!("{inner}\nEOF\n"), 5, "ends with"),
+        ];
+        for (text, line, words) in cases {
+            let (hint, got) = err_line(text);
+            assert_eq!(got, *line, "{text:?}: {hint}");
+            assert!(hint.contains(words), "{text:?}: {hint}");
+        }
+    }
+
+    #[test]
+    fn an_absolute_path_is_accepted_only_beneath_the_root() {
+        let root = "/work/ws";
+        let text = "*** Begin Patch\n*** Add File: /work/ws/src/new.rs\n+x\n*** Update File: /work/ws/a.rs\n*** Move to: /work/ws/b/a.rs\n@@\n-y\n+z\n*** Delete File: rel.txt\n*** End Patch\n";
+        let patch = parse_in(text, MAX, Some(root)).unwrap();
+        assert_eq!(patch.targets().iter().map(|t| t.as_str()).collect::<Vec<_>>(), ["src/new.rs", "a.rs", "b/a.rs", "rel.txt"]);
+        // Without the root (and outside it) it is refused as before, with the line.
+        for (text, root) in [(text, None), ("*** Begin Patch\n*** Delete File: /work/wsx/a\n*** End Patch", Some(root)), ("*** Begin Patch\n*** Delete File: /etc/passwd\n*** End Patch", Some(root))] {
+            let e = parse_in(text, MAX, root).unwrap_err();
+            assert_eq!(e.reason(), Some("INVALID_RELATIVE_PATH"), "{text}");
+            assert_eq!(e.details.as_ref().unwrap()["line"], 2);
+            if root.is_some() {
+                assert!(e.hint.as_ref().unwrap().contains("accepted only beneath the workspace, /work/ws/"), "{e:?}");
+            }
+        }
     }
 
     #[test]

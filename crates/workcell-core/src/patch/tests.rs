@@ -444,3 +444,36 @@ fn a_patch_sweeps_what_an_exited_host_left_in_the_directories_it_stages_in() {
     run_here(&ws, "*** Begin Patch\n*** Delete File: b.txt\n*** End Patch", None).unwrap();
     assert!(temps(&root).is_empty(), "{:?}", temps(&root));
 }
+
+#[tokio::test]
+async fn an_absolute_path_beneath_the_canonical_root_is_accepted_and_reported_relative() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("a.txt"), "one\n").unwrap();
+    let r = root.display();
+    let patch = format!("*** Begin Patch\n*** Update File: {r}/a.txt\n*** Move to: {r}/sub/b.txt\n@@\n-one\n+two\n*** Add File: {r}/c.txt\n+c\n*** End Patch\n");
+    let out = apply(ws.clone(), &patch, Cancel::new()).await.unwrap();
+    assert_eq!(out.files[0].path, "a.txt");
+    assert_eq!(out.files[0].moved_to.as_deref(), Some("sub/b.txt"));
+    assert_eq!(out.files[1].path, "c.txt");
+    assert_eq!(read(&root, "sub/b.txt"), "two\n");
+    assert!(out.diff.contains("--- a/a.txt\n+++ b/sub/b.txt\n"), "{}", out.diff);
+    // expectedHashes may name it absolutely as well.
+    let req = PatchRequest::new_in(Some(r.to_string().as_str()), &format!("*** Begin Patch\n*** Delete File: {r}/c.txt\n*** End Patch"), vec![(format!("{r}/c.txt"), "absent".into())], 65_536);
+    assert!(req.is_ok(), "{req:?}");
+}
+
+#[tokio::test]
+async fn an_absolute_path_elsewhere_is_refused_and_nothing_changes() {
+    let (_t, root, ws) = setup();
+    fs::write(root.join("a.txt"), "one\n").unwrap();
+    let parent = root.parent().unwrap().display().to_string();
+    let r = root.display();
+    for outside in [format!("{parent}/escaped.txt"), format!("{r}x/escaped.txt"), format!("{r}/../escaped.txt"), "/tmp/escaped.txt".to_string()] {
+        let patch = format!("*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+two\n*** Add File: {outside}\n+x\n*** End Patch\n");
+        let err = apply(ws.clone(), &patch, Cancel::new()).await.unwrap_err();
+        assert_eq!(err.reason(), Some("INVALID_RELATIVE_PATH"), "{outside}: {err:?}");
+        assert_eq!(err.details.as_ref().unwrap()["line"], 6);
+        assert_eq!(read(&root, "a.txt"), "one\n");
+    }
+    assert!(!root.parent().unwrap().join("escaped.txt").exists());
+}

@@ -17,6 +17,7 @@ mod list_search;
 mod module_cycles;
 mod node;
 mod page;
+mod patch_corpus;
 mod path_grammar;
 mod policy_differential;
 mod process;
