@@ -41,9 +41,8 @@ describe("process sessions", () => {
     const port = await freePort();
     const tools = createCodingTools(root, { sessions: { ports: [port], scratchDir }, runCommand: { scratchDir } });
     const registry = new ToolRegistry(tools);
-    for (const n of ["start_process", "read_process", "write_process", "stop_process", "list_processes"]) {
-      expect(registry.get(n)?.effect).toBe("process");
-    }
+    for (const n of ["start_process", "write_process", "stop_process"]) expect(registry.get(n)?.effect).toBe("process");
+    for (const n of ["read_process", "list_processes"]) expect(registry.get(n)?.effect).toBe("read");
     const started = content(
       await executeToolCall(
         registry,
