@@ -6,7 +6,7 @@
 // the client ends it (DELETE), when it idles out, and when the server shuts down.
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
-import { isIP } from "node:net";
+import { isIP, type Socket } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { isInitializeRequest, type Implementation, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
@@ -27,6 +27,13 @@ export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const MIN_TOKEN_LENGTH = 16;
 /** The path MCP is served on. */
 export const MCP_PATH = "/mcp";
+/**
+ * A connection that has not yet sent a request carrying the token is closed after this long
+ * (5 s from its accept), whatever it sends meanwhile.
+ */
+export const PRE_AUTH_TIMEOUT_MS = 5_000;
+/** At most this many connections from one address wait unauthenticated; a new one closes its oldest. */
+export const MAX_PRE_AUTH_PER_PEER = 16;
 
 /** Options of `createMcpHttpServer`. */
 export interface McpHttpServerOptions {
@@ -109,6 +116,52 @@ function hostOf(header: string): string {
   }
   const colon = header.lastIndexOf(":");
   return colon === -1 ? header : header.slice(0, colon);
+}
+
+/**
+ * Bounds the connections that have not yet sent a request with the token, so that clients
+ * without it cannot fill the server's connection cap and lock out the one that has it. A
+ * connection counts as unauthenticated from its accept until a request on it carries the
+ * token; such a connection is closed after `PRE_AUTH_TIMEOUT_MS`, at most
+ * `MAX_PRE_AUTH_PER_PEER` of them wait per remote address, and at most `max` (a quarter of the
+ * connection cap) in all. A new connection beyond either bound closes the oldest waiting one
+ * of its address (of the address holding the most, for the global bound): a new connection is
+ * always let in, and only authenticated ones can fill the rest of the cap.
+ */
+function preAuthBound(server: HttpServer, max: number): { authenticated(socket: Socket): void } {
+  const waiting = new Map<string, Socket[]>();
+  const timers = new Map<Socket, NodeJS.Timeout>();
+  const forget = (socket: Socket): boolean => {
+    const timer = timers.get(socket);
+    if (timer === undefined) return false;
+    clearTimeout(timer);
+    timers.delete(socket);
+    const peer = socket.remoteAddress ?? "";
+    const list = waiting.get(peer)!;
+    list.splice(list.indexOf(socket), 1);
+    if (list.length === 0) waiting.delete(peer);
+    return true;
+  };
+  const evict = (socket: Socket | undefined) => {
+    if (socket !== undefined && forget(socket)) socket.destroy();
+  };
+  server.on("connection", (socket: Socket) => {
+    const peer = socket.remoteAddress ?? "";
+    if ((waiting.get(peer)?.length ?? 0) >= MAX_PRE_AUTH_PER_PEER) evict(waiting.get(peer)![0]);
+    else if (timers.size >= max) {
+      let most: Socket[] = [];
+      for (const list of waiting.values()) if (list.length > most.length) most = list;
+      evict(most[0]);
+    }
+    const list = waiting.get(peer) ?? [];
+    waiting.set(peer, list);
+    list.push(socket);
+    const timer = setTimeout(() => evict(socket), PRE_AUTH_TIMEOUT_MS);
+    timer.unref();
+    timers.set(socket, timer);
+    socket.once("close", () => forget(socket));
+  });
+  return { authenticated: (socket) => void forget(socket) };
 }
 
 function positive(name: string, value: unknown, fallback: number): number {
@@ -257,7 +310,8 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     if (origin !== undefined && !origins.has(origin)) {
       return sendJson(res, 403, `Forbidden: Origin ${JSON.stringify(origin)} is not allowed (the server's --allow-origin list)`);
     }
-    if (!authorized(req)) {
+    if (authorized(req)) preAuth.authenticated(req.socket);
+    else {
       req.resume();
       return sendJson(res, 401, "Unauthorized: send the server's token as Authorization: Bearer TOKEN", {
         "www-authenticate": 'Bearer realm="workcell"',
@@ -363,6 +417,7 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     });
   });
   httpServer.maxConnections = Math.max(256, maxSessions * 32);
+  const preAuth = preAuthBound(httpServer, Math.floor(httpServer.maxConnections / 4));
 
   // Idle sessions: no request being answered, no call or task running, nothing seen for idleTimeoutMs.
   const sweep = setInterval(
