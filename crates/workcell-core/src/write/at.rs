@@ -100,8 +100,10 @@ pub(crate) fn open_at(dir: &impl AsFd, name: &OsStr, shown: &str) -> Result<AtTa
 /// rechecks before the rename.
 pub(crate) fn check_writable(dir: &impl AsFd, name: &OsStr, shown: &str) -> Result<()> {
     match rustix::fs::accessat(dir, name, rustix::fs::Access::WRITE_OK, AtFlags::EACCESS) {
-        Ok(()) => Ok(()),
-        Err(e @ (rustix::io::Errno::ACCESS | rustix::io::Errno::PERM | rustix::io::Errno::ROFS | rustix::io::Errno::TXTBSY)) => {
+        // A program running from the file: replacing it by rename is how builds and package
+        // managers update one, and leaves the running program intact.
+        Ok(()) | Err(rustix::io::Errno::TXTBSY) => Ok(()),
+        Err(e @ (rustix::io::Errno::ACCESS | rustix::io::Errno::PERM | rustix::io::Errno::ROFS)) => {
             Err(Error::read_only(e.raw_os_error(), shown))
         }
         Err(rustix::io::Errno::NOENT) => Err(changed(shown, "target")),
