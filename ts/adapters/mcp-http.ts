@@ -32,8 +32,13 @@ export const MCP_PATH = "/mcp";
  * (5 s from its accept), whatever it sends meanwhile.
  */
 export const PRE_AUTH_TIMEOUT_MS = 5_000;
-/** At most this many connections from one address wait unauthenticated; a new one closes its oldest. */
+/**
+ * At most this many connections from one address wait unauthenticated longer than
+ * `PRE_AUTH_GRACE_MS`; a new one from there closes the one waiting longest.
+ */
 export const MAX_PRE_AUTH_PER_PEER = 16;
+/** How long a connection may wait for its first authenticated request before the bounds above count it as slow. */
+export const PRE_AUTH_GRACE_MS = 1_000;
 
 /** Options of `createMcpHttpServer`. */
 export interface McpHttpServerOptions {
@@ -122,44 +127,68 @@ function hostOf(header: string): string {
  * Bounds the connections that have not yet sent a request with the token, so that clients
  * without it cannot fill the server's connection cap and lock out the one that has it. A
  * connection counts as unauthenticated from its accept until a request on it carries the
- * token; such a connection is closed after `PRE_AUTH_TIMEOUT_MS`, at most
- * `MAX_PRE_AUTH_PER_PEER` of them wait per remote address, and at most `max` (a quarter of the
- * connection cap) in all. A new connection beyond either bound closes the oldest waiting one
- * of its address (of the address holding the most, for the global bound): a new connection is
- * always let in, and only authenticated ones can fill the rest of the cap.
+ * token (a client's request arrives within milliseconds; only a slow or partial one waits).
+ * - Each is closed `PRE_AUTH_TIMEOUT_MS` after its accept.
+ * - The cap (`cap` connections in all) is kept here, not by Node's `maxConnections` (which
+ *   drops a new connection unseen): a new connection beyond it closes the unauthenticated
+ *   connection waiting longest, and is closed itself only when every other one is
+ *   authenticated. So a new connection is always let in unless token holders fill the cap.
+ * - Unauthenticated connections waiting longer than `PRE_AUTH_GRACE_MS` are at most
+ *   `MAX_PRE_AUTH_PER_PEER` per remote address and `max` (a quarter of the cap) in all: a new
+ *   connection beyond either closes the longest waiting one (of its address, or of the address
+ *   holding the most). Younger ones are never closed for this, so a client's burst of many
+ *   connections at once is served.
  */
-function preAuthBound(server: HttpServer, max: number): { authenticated(socket: Socket): void } {
+function preAuthBound(server: HttpServer, cap: number, max: number): { authenticated(socket: Socket): void } {
   const waiting = new Map<string, Socket[]>();
-  const timers = new Map<Socket, NodeJS.Timeout>();
+  const since = new Map<Socket, { at: number; timer: NodeJS.Timeout }>();
+  let open = 0;
   const forget = (socket: Socket): boolean => {
-    const timer = timers.get(socket);
-    if (timer === undefined) return false;
-    clearTimeout(timer);
-    timers.delete(socket);
+    const w = since.get(socket);
+    if (w === undefined) return false;
+    clearTimeout(w.timer);
+    since.delete(socket);
     const peer = socket.remoteAddress ?? "";
     const list = waiting.get(peer)!;
     list.splice(list.indexOf(socket), 1);
     if (list.length === 0) waiting.delete(peer);
     return true;
   };
-  const evict = (socket: Socket | undefined) => {
-    if (socket !== undefined && forget(socket)) socket.destroy();
+  const evict = (socket: Socket | undefined, olderThan = Infinity): boolean => {
+    if (socket === undefined || !(Date.now() - since.get(socket)!.at >= olderThan)) return false;
+    forget(socket);
+    socket.destroy();
+    return true;
+  };
+  const longest = (): Socket | undefined => {
+    let first: Socket | undefined;
+    for (const list of waiting.values()) if (first === undefined || since.get(list[0]!)!.at < since.get(first)!.at) first = list[0];
+    return first;
   };
   server.on("connection", (socket: Socket) => {
+    open += 1;
+    socket.once("close", () => {
+      open -= 1;
+      forget(socket);
+    });
+    if (open > cap && !evict(longest(), 0)) {
+      socket.destroy();
+      return;
+    }
     const peer = socket.remoteAddress ?? "";
-    if ((waiting.get(peer)?.length ?? 0) >= MAX_PRE_AUTH_PER_PEER) evict(waiting.get(peer)![0]);
-    else if (timers.size >= max) {
+    const mine = waiting.get(peer);
+    if ((mine?.length ?? 0) >= MAX_PRE_AUTH_PER_PEER) evict(mine![0], PRE_AUTH_GRACE_MS);
+    else if (since.size >= max) {
       let most: Socket[] = [];
       for (const list of waiting.values()) if (list.length > most.length) most = list;
-      evict(most[0]);
+      evict(most[0], PRE_AUTH_GRACE_MS);
     }
     const list = waiting.get(peer) ?? [];
     waiting.set(peer, list);
     list.push(socket);
-    const timer = setTimeout(() => evict(socket), PRE_AUTH_TIMEOUT_MS);
+    const timer = setTimeout(() => evict(socket, 0), PRE_AUTH_TIMEOUT_MS);
     timer.unref();
-    timers.set(socket, timer);
-    socket.once("close", () => forget(socket));
+    since.set(socket, { at: Date.now(), timer });
   });
   return { authenticated: (socket) => void forget(socket) };
 }
@@ -416,8 +445,9 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
       sendJson(res, 500, `Internal Server Error: ${err instanceof Error ? err.message : String(err)}`);
     });
   });
-  httpServer.maxConnections = Math.max(256, maxSessions * 32);
-  const preAuth = preAuthBound(httpServer, Math.floor(httpServer.maxConnections / 4));
+  // At most max(256, 32 per session) connections, kept by preAuthBound (see there).
+  const cap = Math.max(256, maxSessions * 32);
+  const preAuth = preAuthBound(httpServer, cap, Math.floor(cap / 4));
 
   // Idle sessions: no request being answered, no call or task running, nothing seen for idleTimeoutMs.
   const sweep = setInterval(
