@@ -9,8 +9,9 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, test } from "vitest";
-import { createMcpHttpServer, type McpHttpServer, type McpHttpServerOptions } from "workcell/mcp";
+import { connect as netConnect, type Socket } from "node:net";
+import { afterEach, describe, expect, onTestFinished, test } from "vitest";
+import { PRE_AUTH_TIMEOUT_MS, createMcpHttpServer, type McpHttpServer, type McpHttpServerOptions } from "workcell/mcp";
 import { createCodingTools, type AnyTool } from "../dist/index.js";
 import { tempWorkspace } from "./helpers.js";
 
@@ -414,5 +415,86 @@ describe("workcell mcp over Streamable HTTP", () => {
     expect(after).toBeLessThan(before + 128 * 1024 * 1024);
     expect(peak).toBeGreaterThan(0);
     child.kill("SIGTERM");
+  });
+});
+
+describe("connections before the token", () => {
+  /** Opens `count` connections (from `localAddress`) that send a request line and one header, never finishing. */
+  function partial(port: number, count: number, localAddress = "127.0.0.1"): Socket[] {
+    const sockets: Socket[] = [];
+    for (let i = 0; i < count; i++) {
+      const s = netConnect({ host: "127.0.0.1", port, localAddress });
+      s.on("error", () => undefined);
+      s.on("connect", () => s.write("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+      sockets.push(s);
+    }
+    onTestFinished(() => sockets.forEach((s) => s.destroy()));
+    return sockets;
+  }
+
+  /** Resolves once the server has accepted or dropped `count` connections. */
+  function seen(server: McpHttpServer, count: number): Promise<void> {
+    let n = 0;
+    return new Promise((done) => {
+      const one = () => {
+        n += 1;
+        if (n === count) {
+          server.httpServer.off("connection", one).off("drop", one);
+          done();
+        }
+      };
+      server.httpServer.on("connection", one).on("drop", one);
+    });
+  }
+
+  async function tokenHolderGetsThrough(url: string): Promise<number> {
+    const t0 = Date.now();
+    const { client } = await connect(url);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    return Date.now() - t0;
+  }
+
+  test("partial_requests_from_one_address_do_not_lock_the_token_holder_out", { timeout: 60_000 }, async () => {
+    const { root } = await tempWorkspace();
+    const { server, url, port } = await serve(root, { maxSessions: 1 });
+    // 300 is more than the whole connection cap (256 with one session).
+    const all = seen(server, 300);
+    partial(port, 300);
+    await all;
+    const ms = await tokenHolderGetsThrough(url);
+    expect(ms).toBeLessThan(10_000);
+    const open = await new Promise<number>((r) => server.httpServer.getConnections((_e, n) => r(n)));
+    expect(open).toBeLessThanOrEqual(256);
+  });
+
+  test("partial_requests_from_many_addresses_do_not_lock_the_token_holder_out", { timeout: 60_000 }, async () => {
+    const { root } = await tempWorkspace();
+    const { server, url, port } = await serve(root, { maxSessions: 1 });
+    // 20 addresses with 16 each: more than the cap, and more than the quarter of it that may wait unauthenticated.
+    const all = seen(server, 320);
+    for (let i = 2; i < 22; i++) partial(port, 16, `127.0.0.${i}`);
+    await all;
+    const ms = await tokenHolderGetsThrough(url);
+    expect(ms).toBeLessThan(10_000);
+    const open = await new Promise<number>((r) => server.httpServer.getConnections((_e, n) => r(n)));
+    expect(open).toBeLessThanOrEqual(256);
+  });
+
+  test("a_connection_that_sends_no_token_is_closed_after_the_pre_auth_timeout", { timeout: 60_000 }, async () => {
+    const { root } = await tempWorkspace();
+    const { port } = await serve(root);
+    const [s] = partial(port, 1);
+    const t0 = Date.now();
+    const closed = await new Promise<boolean>((r) => {
+      const deadline = setTimeout(() => r(false), PRE_AUTH_TIMEOUT_MS + 10_000);
+      s!.once("close", () => {
+        clearTimeout(deadline);
+        r(true);
+      });
+    });
+    expect(closed, "the server kept the connection open").toBe(true);
+    // Closed after PRE_AUTH_TIMEOUT_MS (the 30 s headers timeout, checked every 30 s, before).
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(PRE_AUTH_TIMEOUT_MS - 500);
+    expect(Date.now() - t0).toBeLessThan(PRE_AUTH_TIMEOUT_MS + 10_000);
   });
 });

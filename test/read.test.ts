@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { mkdir, rename, symlink, writeFile, rm, truncate } from "node:fs/promises";
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { ToolError, createReadTool, isAbortError, type ReadOutput } from "../dist/index.js";
+import { ToolError, createReadTool, createWriteTool, isAbortError, type ReadOutput } from "../dist/index.js";
 import { ctx, tempWorkspace } from "./helpers.js";
 
 async function readErr(tool: ReturnType<typeof createReadTool>, path: string): Promise<ToolError> {
@@ -145,6 +146,32 @@ describe("root replacement", () => {
     await rm(join(parent, "link"));
     await symlink("two", join(parent, "link"));
     for (let i = 0; i < 20; i++) expect((await readErr(tool, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");
+  });
+
+  test("a root renamed away with a symlink left at its old name is not adopted", async () => {
+    const { parent, root } = await tempWorkspace();
+    await writeFile(join(root, "a"), "original");
+    const read = createReadTool(root);
+    const write = createWriteTool(root);
+    expect(((await read.execute({ path: "a" }, ctx())) as ReadOutput).content).toBe("original");
+    await rename(root, join(parent, "moved"));
+    await symlink("moved", root);
+    for (let i = 0; i < 20; i++) expect((await readErr(read, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");
+    const err = await write.execute({ path: "b", content: "x" }, ctx()).then(() => undefined, (e: unknown) => e);
+    expect((err as ToolError).code).toBe("WORKSPACE_ROOT_CHANGED");
+    expect(existsSync(join(parent, "moved/b"))).toBe(false);
+  });
+
+  test("a root given through a symlink: its directory renamed away behind a symlink is not adopted", async () => {
+    const { parent } = await tempWorkspace();
+    await mkdir(join(parent, "real"));
+    await writeFile(join(parent, "real/a"), "real");
+    await symlink("real", join(parent, "link"));
+    const read = createReadTool(join(parent, "link"));
+    for (let i = 0; i < 3; i++) expect(((await read.execute({ path: "a" }, ctx())) as ReadOutput).content).toBe("real");
+    await rename(join(parent, "real"), join(parent, "real2"));
+    await symlink("real2", join(parent, "real"));
+    for (let i = 0; i < 20; i++) expect((await readErr(read, "a")).code).toBe("WORKSPACE_ROOT_CHANGED");
   });
 
   test("deleted root: WORKSPACE_ROOT_CHANGED", async () => {

@@ -6,7 +6,7 @@
 // the client ends it (DELETE), when it idles out, and when the server shuts down.
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
-import { isIP } from "node:net";
+import { isIP, type Socket } from "node:net";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { isInitializeRequest, type Implementation, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
@@ -27,6 +27,18 @@ export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const MIN_TOKEN_LENGTH = 16;
 /** The path MCP is served on. */
 export const MCP_PATH = "/mcp";
+/**
+ * A connection that has not yet sent a request carrying the token is closed after this long
+ * (5 s from its accept), whatever it sends meanwhile.
+ */
+export const PRE_AUTH_TIMEOUT_MS = 5_000;
+/**
+ * At most this many connections from one address wait unauthenticated longer than
+ * `PRE_AUTH_GRACE_MS`; a new one from there closes the one waiting longest.
+ */
+export const MAX_PRE_AUTH_PER_PEER = 16;
+/** How long a connection may wait for its first authenticated request before the bounds above count it as slow. */
+export const PRE_AUTH_GRACE_MS = 1_000;
 
 /** Options of `createMcpHttpServer`. */
 export interface McpHttpServerOptions {
@@ -109,6 +121,76 @@ function hostOf(header: string): string {
   }
   const colon = header.lastIndexOf(":");
   return colon === -1 ? header : header.slice(0, colon);
+}
+
+/**
+ * Bounds the connections that have not yet sent a request with the token, so that clients
+ * without it cannot fill the server's connection cap and lock out the one that has it. A
+ * connection counts as unauthenticated from its accept until a request on it carries the
+ * token (a client's request arrives within milliseconds; only a slow or partial one waits).
+ * - Each is closed `PRE_AUTH_TIMEOUT_MS` after its accept.
+ * - The cap (`cap` connections in all) is kept here, not by Node's `maxConnections` (which
+ *   drops a new connection unseen): a new connection beyond it closes the unauthenticated
+ *   connection waiting longest, and is closed itself only when every other one is
+ *   authenticated. So a new connection is always let in unless token holders fill the cap.
+ * - Unauthenticated connections waiting longer than `PRE_AUTH_GRACE_MS` are at most
+ *   `MAX_PRE_AUTH_PER_PEER` per remote address and `max` (a quarter of the cap) in all: a new
+ *   connection beyond either closes the longest waiting one (of its address, or of the address
+ *   holding the most). Younger ones are never closed for this, so a client's burst of many
+ *   connections at once is served.
+ */
+function preAuthBound(server: HttpServer, cap: number, max: number): { authenticated(socket: Socket): void } {
+  const waiting = new Map<string, Socket[]>();
+  const since = new Map<Socket, { at: number; timer: NodeJS.Timeout }>();
+  let open = 0;
+  const forget = (socket: Socket): boolean => {
+    const w = since.get(socket);
+    if (w === undefined) return false;
+    clearTimeout(w.timer);
+    since.delete(socket);
+    const peer = socket.remoteAddress ?? "";
+    const list = waiting.get(peer)!;
+    list.splice(list.indexOf(socket), 1);
+    if (list.length === 0) waiting.delete(peer);
+    return true;
+  };
+  const evict = (socket: Socket | undefined, olderThan = Infinity): boolean => {
+    if (socket === undefined || !(Date.now() - since.get(socket)!.at >= olderThan)) return false;
+    forget(socket);
+    socket.destroy();
+    return true;
+  };
+  const longest = (): Socket | undefined => {
+    let first: Socket | undefined;
+    for (const list of waiting.values()) if (first === undefined || since.get(list[0]!)!.at < since.get(first)!.at) first = list[0];
+    return first;
+  };
+  server.on("connection", (socket: Socket) => {
+    open += 1;
+    socket.once("close", () => {
+      open -= 1;
+      forget(socket);
+    });
+    if (open > cap && !evict(longest(), 0)) {
+      socket.destroy();
+      return;
+    }
+    const peer = socket.remoteAddress ?? "";
+    const mine = waiting.get(peer);
+    if ((mine?.length ?? 0) >= MAX_PRE_AUTH_PER_PEER) evict(mine![0], PRE_AUTH_GRACE_MS);
+    else if (since.size >= max) {
+      let most: Socket[] = [];
+      for (const list of waiting.values()) if (list.length > most.length) most = list;
+      evict(most[0], PRE_AUTH_GRACE_MS);
+    }
+    const list = waiting.get(peer) ?? [];
+    waiting.set(peer, list);
+    list.push(socket);
+    const timer = setTimeout(() => evict(socket, 0), PRE_AUTH_TIMEOUT_MS);
+    timer.unref();
+    since.set(socket, { at: Date.now(), timer });
+  });
+  return { authenticated: (socket) => void forget(socket) };
 }
 
 function positive(name: string, value: unknown, fallback: number): number {
@@ -257,7 +339,8 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     if (origin !== undefined && !origins.has(origin)) {
       return sendJson(res, 403, `Forbidden: Origin ${JSON.stringify(origin)} is not allowed (the server's --allow-origin list)`);
     }
-    if (!authorized(req)) {
+    if (authorized(req)) preAuth.authenticated(req.socket);
+    else {
       req.resume();
       return sendJson(res, 401, "Unauthorized: send the server's token as Authorization: Bearer TOKEN", {
         "www-authenticate": 'Bearer realm="workcell"',
@@ -362,7 +445,9 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
       sendJson(res, 500, `Internal Server Error: ${err instanceof Error ? err.message : String(err)}`);
     });
   });
-  httpServer.maxConnections = Math.max(256, maxSessions * 32);
+  // At most max(256, 32 per session) connections, kept by preAuthBound (see there).
+  const cap = Math.max(256, maxSessions * 32);
+  const preAuth = preAuthBound(httpServer, cap, Math.floor(cap / 4));
 
   // Idle sessions: no request being answered, no call or task running, nothing seen for idleTimeoutMs.
   const sweep = setInterval(

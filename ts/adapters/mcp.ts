@@ -650,5 +650,5 @@ export class McpStdioTransport implements Transport {
   }
 }
 
-export { createMcpHttpServer, isLoopbackHost, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH, MCP_PATH } from "./mcp-http.js";
+export { createMcpHttpServer, isLoopbackHost, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH, MCP_PATH, MAX_PRE_AUTH_PER_PEER, PRE_AUTH_GRACE_MS, PRE_AUTH_TIMEOUT_MS } from "./mcp-http.js";
 export type { McpHttpServer, McpHttpServerOptions } from "./mcp-http.js";

@@ -219,6 +219,18 @@ impl Error {
         }
     }
 
+    /// `IO_ERROR` naming the errno (`EACCES`, `EPERM` for an immutable file, `EROFS`): the
+    /// caller could not open this existing file for writing, so a tool does not replace it.
+    pub fn read_only(errno: i32, path: &str) -> Self {
+        let name = errno_name(errno);
+        Error::new(
+            Code::IoError,
+            format!("{name}: {}: the file is read-only for this process (it could not be opened for writing), so it was not changed", shown_name(path)),
+        )
+        .with_hint("the file is read-only: leave it as it is, or ask the user to make it writable (chmod u+w) if it should change")
+        .with_details(serde_json::json!({ "errno": name, "readOnly": true }))
+    }
+
     pub fn io_errno(errno: i32, path: &str) -> Self {
         let name = errno_name(errno);
         Error::new(Code::IoError, format!("{name}: {}: {}", shown_name(path), io::Error::from_raw_os_error(errno)))

@@ -10,9 +10,14 @@
 //!   otherwise); never a copy, so moving across file systems fails (`EXDEV`) instead of
 //!   copying. Missing parents of the destination are created. A directory may be moved when
 //!   the guard protects nothing inside it, before or after the move (checked over at most
-//!   [`MAX_GUARD_WALK`] entries; a larger tree is refused when a guard is set).
+//!   [`MAX_GUARD_WALK`] entries; a larger tree is refused when a guard is set). Replacing an
+//!   existing file (`overwrite`) replaces its content, so a destination the caller could not
+//!   open for writing is refused as `write_file` refuses it; the source moves whatever its
+//!   mode (POSIX `rename`: the directories' permissions govern names).
 //! - `delete_file`: a file or a symlink (`unlinkat`), or an empty directory
-//!   (`AT_REMOVEDIR`); a directory with entries is refused with a hint.
+//!   (`AT_REMOVEDIR`); a directory with entries is refused with a hint. A read-only file may
+//!   be deleted where its directory is writable (POSIX `unlink`, as `rm -f` and other agents'
+//!   delete operations do).
 //! - `make_directory`: creates the directory and its missing parents; an existing directory
 //!   is `created: false`, anything else at the name is `FILE_EXISTS`.
 
@@ -309,6 +314,12 @@ pub async fn move_file(ws: Arc<Workspace>, req: MoveRequest, tickets: Vec<Ticket
             let before = lstat_at(&dst.dir, &dst.name).map_err(|e| Error::from_io(&e, to))?;
             if before != Existing::Absent && !req.overwrite {
                 return Err(exists(to, "move_file does not replace an existing file unless overwrite is true; pick another name, or pass overwrite: true"));
+            }
+            // Replacing a file replaces its content: like write_file, not a file the caller
+            // could not open for writing. (The source itself moves whatever its mode: a rename
+            // changes names, which the directories' permissions govern.)
+            if let Existing::Regular { .. } = before {
+                write::check_writable(&dst.dir, &dst.name, to)?;
             }
             let flags = if req.overwrite { RenameFlags::empty() } else { RenameFlags::NOREPLACE };
             match rustix::fs::renameat_with(&src.dir, &src.name, &dst.dir, &dst.name, flags) {

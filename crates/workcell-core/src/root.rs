@@ -97,18 +97,49 @@ impl Workspace {
 
     /// Re-resolves the original root string and compares canonical path and identity.
     ///
-    /// The common case costs one `stat` (two for a root given through a symlink): the
-    /// canonical path still names a directory of the recorded identity, and so does the
-    /// original string. A rename, a replacement or a symlink moved to another directory changes
-    /// what one of them names; only then is the original string resolved again, for the
-    /// message. (A directory has one name per mount: two paths of one identity name the same
-    /// directory, so nothing the slow path would see is missed.)
+    /// The common case costs one lookup of the canonical path that follows no symlink in any
+    /// component (`openat2` with `RESOLVE_NO_SYMLINKS`, then `fstat` of what it opened), plus a
+    /// `stat` of the original string when the root was given through a symlink: the canonical
+    /// path still names, without a link, a directory of the recorded identity, and so does the
+    /// original string. A rename, a replacement, a symlink moved to another directory, or the
+    /// root (or any directory above it) renamed away with a symlink left at its old name, changes
+    /// what one of them names; only then is the original string resolved again, for the message.
+    /// (A `stat` that follows links would adopt the renamed root through the symlink at its old
+    /// name; `AT_SYMLINK_NOFOLLOW` covers only the last component, and an ancestor can be swapped
+    /// just the same. A directory has one name per mount: two paths of one identity name the same
+    /// directory, so nothing the slow path would see is missed.) Where the kernel has no
+    /// `openat2` (before Linux 5.6, or a seccomp filter refusing it), every check is the full one.
     pub fn check(&self) -> Result<()> {
-        let same = |p: &Path| fs::metadata(p).is_ok_and(|m| m.is_dir() && Identity::of_std(&m) == self.identity);
-        if same(&self.canonical) && (self.original == self.canonical || same(&self.original)) {
+        if self.canonical_is_ours()
+            && (self.original == self.canonical
+                || fs::metadata(&self.original).is_ok_and(|m| m.is_dir() && Identity::of_std(&m) == self.identity))
+        {
             return Ok(());
         }
         self.check_resolved()
+    }
+
+    /// Whether the canonical path, followed through no symlink, names the root's directory.
+    /// False when it does not, and when that cannot be asked this way (the caller then does the
+    /// full check).
+    #[allow(clippy::unnecessary_cast)]
+    fn canonical_is_ours(&self) -> bool {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+        if NO_OPENAT2.load(Ordering::Relaxed) {
+            return false;
+        }
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rustix::fs::openat2(rustix::fs::CWD, &self.canonical, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS) {
+            Ok(fd) => rustix::fs::fstat(&fd)
+                .is_ok_and(|st| Identity { dev: st.st_dev as u64, ino: st.st_ino as u64 } == self.identity),
+            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+                NO_OPENAT2.store(true, Ordering::Relaxed);
+                false
+            }
+            Err(_) => false,
+        }
     }
 
     /// The full check: the original string canonicalized again, compared with the recorded
@@ -229,6 +260,59 @@ mod tests {
         fs::remove_file(&link).unwrap();
         std::os::unix::fs::symlink(&a, &link).unwrap();
         ws.check().unwrap();
+    }
+
+    #[test]
+    fn a_root_renamed_away_with_a_symlink_at_its_old_name_is_not_adopted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        fs::create_dir(&root).unwrap();
+        let ws = Workspace::open(&root).unwrap();
+        fs::rename(&root, tmp.path().join("away")).unwrap();
+        std::os::unix::fs::symlink("away", &root).unwrap();
+        for _ in 0..3 {
+            let err = ws.check().unwrap_err();
+            assert_eq!(err.code, crate::error::Code::WorkspaceRootChanged);
+            assert!(err.message.contains("now resolves to"), "{}", err.message);
+        }
+        // An absolute link is no different.
+        fs::remove_file(&root).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("away"), &root).unwrap();
+        assert_eq!(ws.check().unwrap_err().code, crate::error::Code::WorkspaceRootChanged);
+        // Renamed back: the same directory at the same name, accepted again.
+        fs::remove_file(&root).unwrap();
+        fs::rename(tmp.path().join("away"), &root).unwrap();
+        ws.check().unwrap();
+    }
+
+    #[test]
+    fn a_directory_above_the_root_renamed_away_with_a_symlink_at_its_old_name_is_not_adopted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let above = tmp.path().join("above");
+        fs::create_dir_all(above.join("root")).unwrap();
+        let ws = Workspace::open(above.join("root")).unwrap();
+        fs::rename(&above, tmp.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink("moved", &above).unwrap();
+        assert_eq!(ws.check().unwrap_err().code, crate::error::Code::WorkspaceRootChanged);
+    }
+
+    #[test]
+    fn a_root_given_through_a_symlink_whose_directory_is_renamed_away_behind_a_symlink_is_not_adopted() {
+        // The host named a symlink; the directory it leads to is renamed and a symlink left at
+        // the directory's old name, so the host's string still reaches the same directory.
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink("real", &link).unwrap();
+        let ws = Workspace::open(&link).unwrap();
+        assert_eq!(ws.canonical(), fs::canonicalize(&real).unwrap());
+        ws.check().unwrap();
+        fs::rename(&real, tmp.path().join("real2")).unwrap();
+        std::os::unix::fs::symlink("real2", &real).unwrap();
+        let err = ws.check().unwrap_err();
+        assert_eq!(err.code, crate::error::Code::WorkspaceRootChanged);
+        assert!(err.message.contains("now resolves to"), "{}", err.message);
     }
 
     #[test]

@@ -326,6 +326,11 @@ fn compute(req: &PatchRequest, e: &Entry, cancel: &Cancel, scan: &mut ScanBudget
                 return Err(Error::not_regular(shown, "symlink")
                     .with_hint("*** Move to moves regular files; move a symlink itself with move_file"));
             }
+            // An update changes the file's content, moved or not: a file the caller could not
+            // open for writing is refused here, before any file of the patch changes.
+            if let Existing::Regular { .. } = before {
+                write::check_writable(&e.src.dir, &e.src.name, shown)?;
+            }
             let file = match open_at(&e.src.dir, &e.src.name, shown)? {
                 AtTarget::Absent => {
                     return Err(Error::new(Code::FileNotFound, format!("{shown} does not exist"))
@@ -637,8 +642,7 @@ fn stage<'a>(at: &'a Resolved, shown: &str, content: &[u8], mode: u32, before: E
     temp.file.write_all(content).map_err(io)?;
     rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode)).map_err(|e| io(io_err(e)))?;
     if let Existing::Regular { uid, gid, .. } = before {
-        let _ = rustix::fs::fchown(&temp.file, Some(rustix::process::Uid::from_raw(uid)), Some(rustix::process::Gid::from_raw(gid)));
-        let _ = rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode));
+        write::keep_owner(&temp.file, uid, gid, mode).map_err(io)?;
     }
     temp.file.sync_all().map_err(io)?;
     Ok(temp)

@@ -91,6 +91,26 @@ pub(crate) fn open_at(dir: &impl AsFd, name: &OsStr, shown: &str) -> Result<AtTa
     Ok(AtTarget::File(File::from(fd)))
 }
 
+/// Refuses an existing file the caller could not open for writing: `faccessat(W_OK)` with the
+/// effective ids (`AT_EACCESS`), which asks the kernel what `open(O_WRONLY)` would answer
+/// (mode bits, ACLs, an immutable file, a read-only mount, and a privileged caller's override:
+/// root may write a 0444 file, as its `open` would). The tools replace a file by rename, which
+/// the directory's permission alone allows; without this a read-only file would be replaced.
+/// `name` was just seen to be a regular file; a swap after this is caught by the identity
+/// rechecks before the rename.
+pub(crate) fn check_writable(dir: &impl AsFd, name: &OsStr, shown: &str) -> Result<()> {
+    match rustix::fs::accessat(dir, name, rustix::fs::Access::WRITE_OK, AtFlags::EACCESS) {
+        // A program running from the file: replacing it by rename is how builds and package
+        // managers update one, and leaves the running program intact.
+        Ok(()) | Err(rustix::io::Errno::TXTBSY) => Ok(()),
+        Err(e @ (rustix::io::Errno::ACCESS | rustix::io::Errno::PERM | rustix::io::Errno::ROFS)) => {
+            Err(Error::read_only(e.raw_os_error(), shown))
+        }
+        Err(rustix::io::Errno::NOENT) => Err(changed(shown, "target")),
+        Err(e) => Err(Error::from_io(&io_err(e), shown)),
+    }
+}
+
 pub(crate) fn identity_at(dir: &impl AsFd, name: &OsStr) -> std::io::Result<Option<Identity>> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(id_of(&st))),

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::path::RelPath;
 use crate::root::{Identity, Workspace};
 
-use super::at::{changed, fsync_dir, id_of, identity_at, io_err, lstat_at, Existing};
+use super::at::{changed, check_writable, fsync_dir, id_of, identity_at, io_err, lstat_at, Existing};
 use super::resolve::Resolved;
 
 pub use super::sweep::TEMP_PREFIX;
@@ -214,6 +214,24 @@ impl Drop for Temp<'_> {
     }
 }
 
+/// Gives the staged replacement of an existing file that file's owner and group where the
+/// process may: a privileged host keeps both; an unprivileged one (which may replace only a file
+/// it could open for writing, see [`check_writable`]) keeps the group when it belongs to it, and
+/// the file becomes its own otherwise, with the same permission bits.
+#[allow(clippy::unnecessary_cast)]
+pub(crate) fn keep_owner(file: &File, uid: u32, gid: u32, mode: u32) -> std::io::Result<()> {
+    let st = rustix::fs::fstat(file).map_err(io_err)?;
+    if st.st_uid as u32 == uid && st.st_gid as u32 == gid {
+        return Ok(());
+    }
+    let (u, g) = (rustix::process::Uid::from_raw(uid), rustix::process::Gid::from_raw(gid));
+    if rustix::fs::fchown(file, Some(u), Some(g)).is_err() && st.st_gid as u32 != gid {
+        let _ = rustix::fs::fchown(file, None, Some(g));
+    }
+    // chown may clear set-id bits; the permission bits are set again to be exact.
+    rustix::fs::fchmod(file, Mode::from_raw_mode(mode)).map_err(io_err)
+}
+
 fn rename_at(dir: &Dir, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
     #[cfg(test)]
     if let Some(errno) = hooks::RENAME_ERRNO.with(|e| *e.borrow()) {
@@ -234,7 +252,11 @@ pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content
         other => other,
     };
     let mode = match before {
-        Existing::Regular { mode, .. } => mode,
+        Existing::Regular { mode, .. } => {
+            // Before any effect: a file the caller could not open for writing is not replaced.
+            check_writable(&target.dir, &target.name, shown)?;
+            mode
+        }
         _ => NEW_FILE_MODE,
     };
 
@@ -244,18 +266,7 @@ pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content
     temp.file.write_all(content).map_err(io)?;
     rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode)).map_err(|e| io(io_err(e)))?;
     if let Existing::Regular { uid, gid, .. } = before {
-        // Keep the owner when we may (a privileged host); an unprivileged one cannot and
-        // keeps its own.
-        let st = rustix::fs::fstat(&temp.file).map_err(|e| io(io_err(e)))?;
-        if st.st_uid as u32 != uid || st.st_gid as u32 != gid {
-            let _ = rustix::fs::fchown(
-                &temp.file,
-                Some(rustix::process::Uid::from_raw(uid)),
-                Some(rustix::process::Gid::from_raw(gid)),
-            );
-            // chown may clear set-id bits; the permission bits are set again to be exact.
-            let _ = rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode));
-        }
+        keep_owner(&temp.file, uid, gid, mode).map_err(io)?;
     }
     temp.file.sync_all().map_err(io)?;
     // Named from here to the rename: a few checks, no data written.

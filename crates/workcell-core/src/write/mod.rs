@@ -38,11 +38,11 @@ pub mod queue;
 pub mod resolve;
 pub(crate) mod sweep;
 
-pub(crate) use at::{changed, fsync_dir, identity_at, io_err, lstat_at, open_at, AtTarget, Existing};
+pub(crate) use at::{changed, check_writable, fsync_dir, identity_at, io_err, lstat_at, open_at, AtTarget, Existing};
 pub use checks::{check_path, WriteRequest, MAX_WRITE_BYTES, MAX_WRITE_BYTES_CEILING};
 pub(crate) use checks::{hash_mismatch, name_state};
 pub use install::{WriteOutput, NEW_FILE_MODE, TEMP_PREFIX};
-pub(crate) use install::{install, temp_name, Temp};
+pub(crate) use install::{install, keep_owner, temp_name, Temp};
 pub(crate) use sweep::sweep;
 pub use queue::{run_job, spawn_job, spawn_write, start, ticket, write, write_file, Job, Queued, Started};
 pub use resolve::{Resolved, MAX_SYMLINK_HOPS};

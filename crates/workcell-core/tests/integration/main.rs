@@ -22,6 +22,7 @@ mod path_grammar;
 mod policy_differential;
 mod process;
 mod read;
+mod read_only;
 mod run_tests;
 mod sessions;
 mod write;
