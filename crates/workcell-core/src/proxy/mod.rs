@@ -433,7 +433,7 @@ const MAX_HEADERS: usize = 128;
 
 /// Parses a request head with `httparse` (strict: no obs-fold, single spaces in the request
 /// line, no space before a header's colon) and refuses any head whose destination could be
-/// read two ways: a bare LF, a `Host` header repeated or naming another host or port than the
+/// read two ways: a bare LF, a `Host` header repeated or naming another host (or port) than the
 /// request's target, userinfo or a percent-escape in the authority. What is allowed is then
 /// the host the destination is told: the forwarded head is rebuilt from the parsed parts, with
 /// the target's authority as its one `Host`.
@@ -483,9 +483,9 @@ fn parse_request(head: &[u8]) -> Result<Request, Refusal> {
     };
     let (host, port) = checked_authority(auth, (!connect).then_some(80)).map_err(|why| bad(why))?;
     // A tunnel goes to its target whatever the Host header says (it is not forwarded); a
-    // forwarded request's Host must name its target.
+    // forwarded request's Host must name its target's host, and its port when it has one.
     if let (Some(h), false) = (host_header, connect) {
-        match checked_authority(h, Some(80)) {
+        match checked_authority(h, Some(port)) {
             Ok(named) if named == (host.clone(), port) => {}
             _ => return Err(bad("the Host header names another host or port than the request's target")),
         }
