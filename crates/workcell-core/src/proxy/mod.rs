@@ -433,10 +433,10 @@ const MAX_HEADERS: usize = 128;
 
 /// Parses a request head with `httparse` (strict: no obs-fold, single spaces in the request
 /// line, no space before a header's colon) and refuses any head whose destination could be
-/// read two ways: a bare LF, a `Host` header repeated or naming another host (or port) than the
-/// request's target, userinfo or a percent-escape in the authority. What is allowed is then
-/// the host the destination is told: the forwarded head is rebuilt from the parsed parts, with
-/// the target's authority as its one `Host`.
+/// read two ways: a bare LF, a repeated or invalid `Host` header, userinfo, a percent-escape or
+/// a backslash in the authority, a fragment. What is allowed is then the host the destination
+/// is told: the forwarded head is rebuilt from the parsed parts, with the target's authority as
+/// its one `Host` (the client's is dropped).
 fn parse_request(head: &[u8]) -> Result<Request, Refusal> {
     let bad = |why: &str| refuse("400 Bad Request", why.to_string());
     // Every LF ends a line only after a CR (httparse also takes a bare LF as a line end, which
@@ -482,13 +482,11 @@ fn parse_request(head: &[u8]) -> Result<Request, Refusal> {
         (false, &rest[..end], &rest[end..])
     };
     let (host, port) = checked_authority(auth, (!connect).then_some(80)).map_err(|why| bad(why))?;
-    // A tunnel goes to its target whatever the Host header says (it is not forwarded); a
-    // forwarded request's Host must name its target's host, and its port when it has one.
-    if let (Some(h), false) = (host_header, connect) {
-        match checked_authority(h, Some(port)) {
-            Ok(named) if named == (host.clone(), port) => {}
-            _ => return Err(bad("the Host header names another host or port than the request's target")),
-        }
+    // The target decides where the request goes; a Host header is never forwarded (RFC 9112
+    // §3.2.2: a proxy replaces it with the target's authority), but one that is not a valid
+    // host is refused like a repeated one.
+    if let Some(h) = host_header {
+        checked_authority(h, Some(port)).map_err(|_| bad("the Host header is not a valid host name or address"))?;
     }
     if connect {
         return Ok(Request { connect: true, target: host, port, forward: Vec::new() });

@@ -360,10 +360,9 @@ fn requests_whose_destination_could_be_read_two_ways_are_refused() {
     for (head, why) in [
         ("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n", "more than one Host"),
         ("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nhost: a.test\r\n\r\n", "more than one Host"),
-        ("GET http://a.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n", "Host header names another"),
-        ("GET http://a.test:8080/ HTTP/1.1\r\nHost: a.test:80\r\n\r\n", "Host header names another"),
-        ("GET http://a.test/ HTTP/1.1\r\nHost: a.test:8080\r\n\r\n", "Host header names another"),
-        ("GET http://a.test/ HTTP/1.1\r\nHost: a.test@b.test\r\n\r\n", "Host header names another"),
+        ("GET http://a.test/ HTTP/1.1\r\nHost: a.test@b.test\r\n\r\n", "Host header is not a valid"),
+        ("GET http://a.test/ HTTP/1.1\r\nHost: a%2etest\r\n\r\n", "Host header is not a valid"),
+        ("CONNECT a.test:443 HTTP/1.1\r\nHost: b.test:443@a.test\r\n\r\n", "Host header is not a valid"),
         ("GET http://user@a.test/ HTTP/1.1\r\n\r\n", "credentials"),
         ("GET http://a.test@b.test/ HTTP/1.1\r\n\r\n", "credentials"),
         ("GET http://a%2etest/ HTTP/1.1\r\n\r\n", "percent-escape"),
@@ -389,7 +388,9 @@ fn requests_whose_destination_could_be_read_two_ways_are_refused() {
 
 #[test]
 fn a_forwarded_request_names_its_target_as_its_only_host() {
-    let (host, port, forward) = parsed("GET http://A.Test.:8080/p?q HTTP/1.0\r\nHost: a.test:8080\r\nAccept: */*\r\nProxy-Connection: x\r\n\r\n").unwrap();
+    // The client's Host (here the proxy's own address, as clients that talk to a proxy by hand
+    // send) is replaced by the target's.
+    let (host, port, forward) = parsed("GET http://A.Test.:8080/p?q HTTP/1.0\r\nHost: 127.0.0.1:3128\r\nAccept: */*\r\nProxy-Connection: x\r\n\r\n").unwrap();
     assert_eq!((host.as_str(), port), ("a.test", 8080));
     assert_eq!(forward, "GET /p?q HTTP/1.0\r\nHost: A.Test.:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n");
     // Without a Host header, the target's authority is the Host.
@@ -477,15 +478,9 @@ mod generated {
             if req.connect {
                 return Ok(());
             }
-            // Every line a server could take for a Host header names the same host (and port,
-            // when it names one).
-            for l in head.split("\r\n").skip(1) {
-                if let Some((name, value)) = l.split_once(':') {
-                    if name.trim().eq_ignore_ascii_case("host") {
-                        prop_assert_eq!(lenient(value, checked.1), Some(checked.clone()), "{:?}", head);
-                    }
-                }
-            }
+            // At most one line a server could take for a Host header (it is replaced).
+            let hosts = head.split("\r\n").skip(1).filter(|l| l.split_once(':').is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case("host"))).count();
+            prop_assert!(hosts <= 1, "{:?}", head);
             // And the head sent on has exactly one Host, the checked one, in origin form.
             let mut slots = [httparse::EMPTY_HEADER; 16];
             let mut sent = httparse::Request::new(&mut slots);

@@ -217,7 +217,7 @@ impl Keeper {
         // SAFETY: every signal is blocked in this thread around the clone and the child never
         // unblocks them (it runs no handler of the host); it only makes raw system calls on
         // `args` and `plan`, which outlive it (this thread is suspended until it exits).
-        let pid = unsafe {
+        unsafe {
             let top = stack.as_mut_ptr().add(stack.len()).cast::<libc::c_void>();
             let mut all: libc::sigset_t = std::mem::zeroed();
             let mut old: libc::sigset_t = std::mem::zeroed();
@@ -229,12 +229,12 @@ impl Keeper {
             if pid < 0 {
                 return Err(err);
             }
+            // It has exited already (this thread resumed when it did): collect it.
             let mut status = 0;
             libc::waitpid(pid, &mut status, libc::__WALL);
-            pid
-        };
-        let _ = pid;
-        let (user, net, errno) = (std::hint::black_box(args.user), std::hint::black_box(args.net), std::hint::black_box(args.errno));
+        }
+        // SAFETY: plain reads of what the child wrote to this frame before it exited.
+        let (user, net, errno) = unsafe { (std::ptr::read_volatile(&args.user), std::ptr::read_volatile(&args.net), std::ptr::read_volatile(&args.errno)) };
         // SAFETY: descriptors the child opened in this process's table, owned by nobody else.
         let own = |fd: libc::c_int| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
         match (own(user), own(net)) {
