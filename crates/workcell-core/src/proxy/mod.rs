@@ -26,6 +26,7 @@
 
 pub mod addr;
 pub mod allow;
+pub mod own;
 
 pub use allow::{Allowlist, Entry, HostRule, Target, PRESETS};
 
@@ -54,6 +55,26 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const MAX_CONNECTIONS: usize = 64;
 /// Connections open at once through every call's proxy in this process.
 pub const MAX_CONNECTIONS_TOTAL: usize = 512;
+/// Connections open at once through the proxies of one tool set's calls: a quarter of the
+/// process's, so one tool set's connections always leave room for others'.
+pub const MAX_CONNECTIONS_PER_TOOL_SET: usize = 128;
+
+/// A tool set's share of the proxy's connections ([`MAX_CONNECTIONS_PER_TOOL_SET`]), held by
+/// everything that starts its processes; cloning shares it.
+#[derive(Clone)]
+pub struct Share(Arc<Semaphore>);
+
+impl Default for Share {
+    fn default() -> Self {
+        Share(Arc::new(Semaphore::new(MAX_CONNECTIONS_PER_TOOL_SET)))
+    }
+}
+
+impl std::fmt::Debug for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Share").field(&self.0.available_permits()).finish()
+    }
+}
 
 /// The environment a filtered child gets: every proxy variable, in both cases, pointing at the
 /// namespace's proxy; `NO_PROXY` empty so that even `localhost` goes through it.
@@ -133,6 +154,10 @@ struct Inner {
     refused: AtomicU64,
     stop: CancellationToken,
     conns: Arc<Semaphore>,
+    /// The tool set's share.
+    share: Share,
+    /// Off only in tests: refuse the addresses of this machine's interfaces ([`own`]).
+    check_own: bool,
 }
 
 /// One call's proxy: counts its connections; [`Session::stop`] (or the end of the process the
@@ -161,11 +186,16 @@ impl std::fmt::Debug for Server {
 }
 
 impl Session {
-    pub fn new(allow: Arc<Allowlist>) -> Session {
-        Session::with(allow, Resolver::System, true)
+    /// A call's proxy, counted against `share`, its tool set's.
+    pub fn new(allow: Arc<Allowlist>, share: Share) -> Session {
+        Session::with(allow, Resolver::System, true, share)
     }
 
-    fn with(allow: Arc<Allowlist>, resolver: Resolver, check_addresses: bool) -> Session {
+    fn with(allow: Arc<Allowlist>, resolver: Resolver, check_addresses: bool, share: Share) -> Session {
+        Session::with_checks(allow, resolver, check_addresses, check_addresses, share)
+    }
+
+    fn with_checks(allow: Arc<Allowlist>, resolver: Resolver, check_addresses: bool, check_own: bool, share: Share) -> Session {
         Session {
             inner: Arc::new(Inner {
                 allow,
@@ -175,6 +205,8 @@ impl Session {
                 refused: AtomicU64::new(0),
                 stop: CancellationToken::new(),
                 conns: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+                share,
+                check_own,
             }),
         }
     }
@@ -275,10 +307,17 @@ async fn respond(stream: &mut TcpStream, r: &Refusal) {
 /// One client connection: read the head, decide, connect, relay.
 async fn connection(inner: &Inner, mut client: TcpStream) {
     let _ = client.set_nodelay(true);
-    let permits = (total().clone().try_acquire_owned(), inner.conns.clone().try_acquire_owned());
-    let (Ok(_total), Ok(_own)) = permits else {
+    // The call's cap first, then the tool set's, then the process's: a permit is only taken
+    // from a wider pool when the narrower one had room.
+    let own = inner.conns.clone().try_acquire_owned();
+    let share = own.as_ref().ok().map(|_| inner.share.0.clone().try_acquire_owned());
+    let total = matches!(share, Some(Ok(_))).then(|| total().clone().try_acquire_owned());
+    let (Ok(_own), Some(Ok(_share)), Some(Ok(_total))) = (own, share, total) else {
         inner.refused.fetch_add(1, Ordering::Relaxed);
-        respond(&mut client, &refuse("503 Service Unavailable", format!("too many connections at once (at most {MAX_CONNECTIONS} per call)"))).await;
+        let why = format!(
+            "too many connections at once (at most {MAX_CONNECTIONS} per call, {MAX_CONNECTIONS_PER_TOOL_SET} per tool set, {MAX_CONNECTIONS_TOTAL} in all)"
+        );
+        respond(&mut client, &refuse("503 Service Unavailable", why)).await;
         return;
     };
     let (head, rest) = match read_head(&mut client).await {
@@ -389,54 +428,103 @@ fn split_authority(auth: &str, default: Option<u16>) -> Option<(Target, u16)> {
     Some((allow::normalize_host(host)?, port))
 }
 
+/// The most headers a request head may have.
+const MAX_HEADERS: usize = 128;
+
+/// Parses a request head with `httparse` (strict: no obs-fold, single spaces in the request
+/// line, no space before a header's colon) and refuses any head whose destination could be
+/// read two ways: a bare LF, a repeated or invalid `Host` header, userinfo, a percent-escape or
+/// a backslash in the authority, a fragment. What is allowed is then the host the destination
+/// is told: the forwarded head is rebuilt from the parsed parts, with the target's authority as
+/// its one `Host` (the client's is dropped).
 fn parse_request(head: &[u8]) -> Result<Request, Refusal> {
     let bad = |why: &str| refuse("400 Bad Request", why.to_string());
-    let text = std::str::from_utf8(head).map_err(|_| bad("the request head is not UTF-8"))?;
-    let mut lines = text.split("\r\n");
-    let line = lines.next().unwrap_or_default();
-    let parts: Vec<&str> = line.split(' ').collect();
-    let [method, target, version] = parts[..] else { return Err(bad("the request line is not `METHOD target HTTP/1.1`")) };
-    if !matches!(version, "HTTP/1.1" | "HTTP/1.0") || method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+    // Every LF ends a line only after a CR (httparse also takes a bare LF as a line end, which
+    // another reader of the same bytes may not).
+    if head.iter().enumerate().any(|(i, b)| *b == b'\n' && (i == 0 || head[i - 1] != b'\r')) {
+        return Err(bad("a line of the request head ends with a bare LF"));
+    }
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut slots);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(n)) if n == head.len() => {}
+        Ok(_) => return Err(bad("the request head is incomplete")),
+        Err(httparse::Error::TooManyHeaders) => return Err(bad(&format!("the request head has more than {MAX_HEADERS} headers"))),
+        Err(e) => return Err(bad(&format!("the request head is malformed ({e})"))),
+    }
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(bad("the request line is not `METHOD target HTTP/1.1`"));
+    };
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
         return Err(bad("the request line is not `METHOD target HTTP/1.1`"));
     }
-    let mut headers = Vec::new();
-    for h in lines.take_while(|l| !l.is_empty()) {
-        if h.starts_with([' ', '\t']) || !h.contains(':') {
-            return Err(bad("a header line is malformed"));
+    let mut host_header = None;
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("host") {
+            if host_header.is_some() {
+                return Err(bad("the request has more than one Host header"));
+            }
+            host_header = Some(std::str::from_utf8(h.value).map_err(|_| bad("the Host header is not ASCII"))?.trim_matches([' ', '\t']));
         }
-        headers.push(h);
     }
-    if method == "CONNECT" {
-        let (target, port) = split_authority(target, None).ok_or_else(|| bad("CONNECT needs `host:port`"))?;
-        return Ok(Request { connect: true, target, port, forward: Vec::new() });
+    let (connect, auth, path) = if method == "CONNECT" {
+        (true, target, "")
+    } else {
+        let scheme = target.get(..8).map(str::to_ascii_lowercase).unwrap_or_default();
+        if scheme.starts_with("https://") {
+            return Err(bad("an https:// URL goes through a CONNECT tunnel, not a plain request"));
+        }
+        if !scheme.starts_with("http://") {
+            return Err(bad("this is a proxy: a request names an absolute http:// URL (or is a CONNECT)"));
+        }
+        let rest = &target[7..];
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        (false, &rest[..end], &rest[end..])
+    };
+    let (host, port) = checked_authority(auth, (!connect).then_some(80)).map_err(|why| bad(why))?;
+    // The target decides where the request goes; a Host header is never forwarded (RFC 9112
+    // §3.2.2: a proxy replaces it with the target's authority), but one that is not a valid
+    // host is refused like a repeated one.
+    if let Some(h) = host_header {
+        checked_authority(h, Some(port)).map_err(|_| bad("the Host header is not a valid host name or address"))?;
     }
-    let lower = target.get(..8).map(str::to_ascii_lowercase).unwrap_or_default();
-    if lower.starts_with("https://") {
-        return Err(bad("an https:// URL goes through a CONNECT tunnel, not a plain request"));
+    if connect {
+        return Ok(Request { connect: true, target: host, port, forward: Vec::new() });
     }
-    if !lower.starts_with("http://") {
-        return Err(bad("this is a proxy: a request names an absolute http:// URL (or is a CONNECT)"));
+    if path.contains('#') {
+        return Err(bad("a request target has no fragment (#)"));
     }
-    let rest = &target[7..];
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let auth = &rest[..end];
-    if auth.contains('@') {
-        return Err(bad("a URL with credentials is not forwarded"));
-    }
-    let path = &rest[end..];
     let path = if path.is_empty() { "/".to_string() } else if path.starts_with('?') { format!("/{path}") } else { path.to_string() };
-    let (host, port) = split_authority(auth, Some(80)).ok_or_else(|| bad("the URL's host is not a valid host name or address"))?;
-    let mut forward = format!("{method} {path} {version}\r\n");
-    for h in headers {
-        let name = h.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
-        if matches!(name.as_str(), "proxy-connection" | "proxy-authorization" | "connection" | "keep-alive") {
+    let mut forward = Vec::with_capacity(head.len() + 32);
+    forward.extend_from_slice(format!("{method} {path} HTTP/1.{minor}\r\nHost: {auth}\r\n").as_bytes());
+    for h in req.headers.iter() {
+        let name = h.name.to_ascii_lowercase();
+        if matches!(name.as_str(), "host" | "proxy-connection" | "proxy-authorization" | "connection" | "keep-alive") {
             continue;
         }
-        forward.push_str(h);
-        forward.push_str("\r\n");
+        forward.extend_from_slice(h.name.as_bytes());
+        forward.extend_from_slice(b": ");
+        forward.extend_from_slice(h.value);
+        forward.extend_from_slice(b"\r\n");
     }
-    forward.push_str("Connection: close\r\n\r\n");
-    Ok(Request { connect: false, target: host, port, forward: forward.into_bytes() })
+    forward.extend_from_slice(b"Connection: close\r\n\r\n");
+    Ok(Request { connect: false, target: host, port, forward })
+}
+
+/// An authority (`host[:port]`, `[v6][:port]`) with nothing that another reader could take
+/// for a different host: no userinfo (`@`), no percent-escape, no backslash; the port given
+/// or `default` (none for CONNECT).
+fn checked_authority(auth: &str, default: Option<u16>) -> Result<(Target, u16), &'static str> {
+    if auth.contains('@') {
+        return Err("a URL with credentials (user@host) is not forwarded");
+    }
+    if auth.contains('%') {
+        return Err("a percent-escape in a host name is refused");
+    }
+    if auth.contains('\\') {
+        return Err("a backslash in a host name is refused");
+    }
+    split_authority(auth, default).ok_or(if default.is_none() { "CONNECT needs `host:port`" } else { "the URL's host is not a valid host name or address" })
 }
 
 /// The addresses `target:port` may be reached at, or why not.
@@ -457,8 +545,14 @@ async fn decide(inner: &Inner, target: &Target, port: u16) -> Result<Vec<SocketA
     };
     let mut ok = Vec::new();
     let mut why = None;
+    // This machine's own addresses, read now (interfaces come and go), only when needed.
+    let mut mine: Option<Vec<IpAddr>> = None;
     for ip in ips {
-        match addr::non_public(ip) {
+        let class = addr::non_public(ip).or_else(|| {
+            let mine = mine.get_or_insert_with(|| if inner.check_own { own::addresses() } else { Vec::new() });
+            own::contains(mine, ip).then_some("an address of this machine")
+        });
+        match class {
             Some(class) if inner.check_addresses && inner.allow.lists_addr(ip, port).is_none() => {
                 why.get_or_insert((ip, class));
             }

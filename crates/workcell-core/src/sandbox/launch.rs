@@ -48,6 +48,9 @@ pub struct Launch {
     net: Option<super::netns::Net>,
     /// The protected paths, mounted read-only in the namespace ([`super::protect`]).
     protect: Option<super::protect::Protect>,
+    /// The tool set's network namespace (its sessions' `ports`), joined before the others
+    /// are unshared (only with namespaces).
+    shared_net: Option<std::sync::Arc<super::netns::Keeper>>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -58,12 +61,18 @@ impl std::fmt::Debug for Launch {
 
 impl Launch {
     pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>, oom: bool) -> Self {
-        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false, net: None, protect: None }
+        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false, net: None, protect: None, shared_net: None }
     }
 
     /// The protected paths are mounted read-only in the child's namespace (only with namespaces).
     pub fn with_protect(mut self, protect: Option<super::protect::Protect>) -> Self {
         self.protect = protect;
+        self
+    }
+
+    /// The child joins the tool set's network namespace ([`super::netns::Keeper`]).
+    pub fn with_shared_net(mut self, keeper: Option<std::sync::Arc<super::netns::Keeper>>) -> Self {
+        self.shared_net = keeper;
         self
     }
 
@@ -90,7 +99,7 @@ impl Launch {
     /// A launcher whose program's process reports, through its exit code, how far it got in the
     /// namespace instead of exec'ing ([`super::probe`]).
     pub(super) fn probe() -> Self {
-        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true, net: None, protect: None }
+        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true, net: None, protect: None, shared_net: None }
     }
 }
 
@@ -105,6 +114,9 @@ struct CArgs<'a> {
     oom: bool,
     /// The Unix socket to send the network namespace's listener through; -1 for none.
     net: RawFd,
+    /// The tool set's network namespace to join: its user and network namespaces'
+    /// descriptors ([`super::netns::Keeper`]).
+    join: Option<(RawFd, RawFd)>,
     limits: Option<&'a ChildLimits>,
     protect: Option<&'a super::protect::Protect>,
     exec: Option<&'a Exec>,
@@ -130,6 +142,10 @@ impl Launcher for Launch {
             net: match (&self.namespaces, &self.net) {
                 (Some(_), Some(n)) => n.child_fd(),
                 _ => -1,
+            },
+            join: match (&self.namespaces, &self.shared_net) {
+                (Some(_), Some(k)) => Some(k.fds()),
+                _ => None,
             },
             limits: self.limits.as_ref(),
             protect: self.namespaces.as_ref().and(self.protect.as_ref()),
@@ -275,6 +291,17 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
         if sys::getppid() != a.host {
             // The thread that started this process is already gone.
             fail(libc::ESRCH);
+        }
+        if let Some((user, net)) = a.join {
+            // The tool set's network namespace; the namespaces below are made inside its
+            // user namespace. The parent-death signal is set again in case it was cleared.
+            if let Err(e) = super::netns::join(user, net) {
+                fail(e);
+            }
+            let _ = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as usize);
+            if sys::getppid() != a.host {
+                fail(libc::ESRCH);
+            }
         }
         let newnet = if a.net >= 0 { libc::CLONE_NEWNET } else { 0 };
         if let Err(e) = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS | newnet).and_then(|()| plan.write_maps()) {

@@ -304,6 +304,9 @@ pub struct Confinement {
     /// `network: { allow }`: the namespace's plan and the call's proxy session.
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     net: Option<netns::Net>,
+    /// Sessions' `ports` in use: the tool set's network namespace, which the child joins.
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    shared_net: Option<std::sync::Arc<netns::Keeper>>,
     session: Option<crate::proxy::Session>,
     /// The call's cgroups, if any (removed when the call's run ends).
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -480,10 +483,12 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
 fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
     use std::os::fd::AsFd as _;
     if opts.mode == Mode::Off {
-        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, cgroups: None, net: None, session: None, protect: None });
+        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, cgroups: None, net: None, shared_net: None, session: None, protect: None });
     }
     let mut report = report;
     let cgroups = make_cgroups(opts, &mut report)?;
+    let namespaces = (features.pid_namespace && features.user_namespace).then(|| pidns::NsPlan::new(features.proc_mount));
+    let mut shared_net = None;
     let ruleset = match features.landlock_abi {
         Some(abi) => {
             let mut grants = paths::system_grants();
@@ -493,10 +498,23 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
             let filtered = opts.network_allow.is_some();
             let mut connect = opts.connect_ports.current();
             connect.extend(&opts.bind_ports);
+            let block = filtered || !opts.network;
+            if block && abi >= 4 && !filtered && !connect.is_empty() {
+                // A port rule names no address: only in the tool set's own namespace does it
+                // reach the tool set's listeners and nothing else ([`ports`]).
+                if namespaces.is_some() {
+                    shared_net = Some(opts.connect_ports.namespace().map_err(|e| {
+                        Error::new(Code::IoError, format!("could not prepare the tool set's network namespace: {e}"))
+                            .with_hint("try the call again; if it keeps failing, report it to the user")
+                    })?);
+                } else {
+                    connect.clear();
+                }
+            }
             if filtered {
                 connect.push(crate::proxy::PROXY_PORT);
             }
-            let net = landlock::NetRules { block: filtered || !opts.network, bind: &opts.bind_ports, connect: &connect };
+            let net = landlock::NetRules { block, bind: &opts.bind_ports, connect: &connect };
             let pinned: Vec<(std::os::fd::BorrowedFd<'_>, Access)> = opts
                 .pinned
                 .iter()
@@ -511,7 +529,6 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         }
         None => None,
     };
-    let namespaces = (features.pid_namespace && features.user_namespace).then(|| pidns::NsPlan::new(features.proc_mount));
     let protect = match (&namespaces, opts.protect.is_empty()) {
         (Some(_), false) => {
             let guard = crate::guard::Guard::new(&opts.protect, false).map_err(crate::error::misconfigured)?;
@@ -528,7 +545,7 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
     };
     let (net, session) = match &opts.network_allow {
         Some(allow) => {
-            let session = crate::proxy::Session::new(allow.clone());
+            let session = crate::proxy::Session::new(allow.clone(), opts.connect_ports.proxy_share());
             let net = netns::Net::new(session.server()).map_err(|e| {
                 Error::new(Code::IoError, format!("could not prepare the network namespace: {e}"))
                     .with_hint("try the call again; if it keeps failing, report it to the user")
@@ -537,7 +554,7 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         }
         None => (None, None),
     };
-    Ok(Confinement { report, ruleset, namespaces, confined: true, cgroups, net, session, protect })
+    Ok(Confinement { report, ruleset, namespaces, confined: true, cgroups, net, shared_net, session, protect })
 }
 
 /// The files the call's write grants and the host's `writePaths` name (device, inode): a
@@ -600,7 +617,7 @@ impl Confinement {
     pub fn apply(self, spec: &mut SpawnSpec) -> Report {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            let Confinement { report, ruleset, namespaces, confined, cgroups, net, session: _, protect } = self;
+            let Confinement { report, ruleset, namespaces, confined, cgroups, net, shared_net, session: _, protect } = self;
             if net.is_some() {
                 for (name, value) in crate::proxy::child_environment() {
                     spec.env.retain(|(n, _)| n.as_os_str() != name);
@@ -616,7 +633,7 @@ impl Confinement {
             if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
                 let limits = confined.then(|| limits::ChildLimits::new(&report.limits, &cgroups.as_ref().map(cgroup::Leaf::procs).unwrap_or_default()));
-                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net).with_protect(protect))) };
+                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net).with_shared_net(shared_net).with_protect(protect))) };
                 report
             } else {
                 // The process machinery's spawn applies no limit.

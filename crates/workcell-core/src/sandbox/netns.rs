@@ -126,7 +126,7 @@ pub unsafe fn enter(sock: RawFd) -> Result<(), i32> {
     r
 }
 
-unsafe fn loopback_up() -> Result<(), i32> {
+pub(super) unsafe fn loopback_up() -> Result<(), i32> {
     let s = check(syscall6(libc::SYS_socket, libc::AF_INET as usize, (libc::SOCK_DGRAM | libc::SOCK_CLOEXEC) as usize, 0, 0, 0, 0))? as libc::c_int;
     let mut req: libc::ifreq = std::mem::zeroed();
     for (i, b) in b"lo".iter().enumerate() {
@@ -174,3 +174,107 @@ unsafe fn send_fd(sock: RawFd, fd: libc::c_int) -> Result<(), i32> {
     check(syscall6(libc::SYS_sendmsg, sock as usize, &msg as *const libc::msghdr as usize, libc::MSG_NOSIGNAL as usize, 0, 0, 0)).map(drop)
 }
 
+
+/// The network namespace a tool set's processes share while its sessions' `ports` are in use
+/// ([`super::ports`]): loopback only, so a port rule reaches the tool set's own listeners and
+/// nothing of the host's (neither its loopback nor any other address).
+///
+/// It is pinned by two open `nsfs` descriptors: the namespace's owning user namespace and the
+/// network namespace itself. No process keeps it: the one that made it ([`Keeper::new`]) exits
+/// at once. A launch joins it ([`super::launch`]: `setns` into the user namespace, which gives
+/// it `CAP_SYS_ADMIN` there, then into the network namespace) before it unshares its own user,
+/// PID and mount namespaces as every launch does. The namespace is freed when the descriptors
+/// are closed (the tool set closed) and the last process in it has exited.
+pub struct Keeper {
+    user: OwnedFd,
+    net: OwnedFd,
+}
+
+impl std::fmt::Debug for Keeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keeper")
+    }
+}
+
+/// What the process making a keeper needs and reports; in the host's memory.
+struct KeeperArgs<'a> {
+    plan: &'a super::pidns::NsPlan,
+    user: libc::c_int,
+    net: libc::c_int,
+    errno: i32,
+}
+
+impl Keeper {
+    /// Makes the namespace: a process sharing this one's memory and descriptor table
+    /// (`CLONE_VM | CLONE_VFORK | CLONE_FILES`) unshares a user and a network namespace, maps
+    /// its ids to themselves, brings `lo` up, opens both namespaces' files (into the shared
+    /// table) and exits; this thread resumes then.
+    pub fn new() -> io::Result<Keeper> {
+        let plan = super::pidns::NsPlan::new(false);
+        let mut args = KeeperArgs { plan: &plan, user: -1, net: -1, errno: 0 };
+        // 64 KiB of stack, 16-byte aligned; only this call's child runs on it.
+        let mut stack = vec![0u128; 4096];
+        // SAFETY: every signal is blocked in this thread around the clone and the child never
+        // unblocks them (it runs no handler of the host); it only makes raw system calls on
+        // `args` and `plan`, which outlive it (this thread is suspended until it exits).
+        unsafe {
+            let top = stack.as_mut_ptr().add(stack.len()).cast::<libc::c_void>();
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            let pid = libc::clone(keeper_main, top, libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD, (&mut args as *mut KeeperArgs).cast());
+            let err = io::Error::last_os_error();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            if pid < 0 {
+                return Err(err);
+            }
+            // It has exited already (this thread resumed when it did): collect it.
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, libc::__WALL);
+        }
+        // SAFETY: plain reads of what the child wrote to this frame before it exited.
+        let (user, net, errno) = unsafe { (std::ptr::read_volatile(&args.user), std::ptr::read_volatile(&args.net), std::ptr::read_volatile(&args.errno)) };
+        // SAFETY: descriptors the child opened in this process's table, owned by nobody else.
+        let own = |fd: libc::c_int| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+        match (own(user), own(net)) {
+            (Some(user), Some(net)) if errno == 0 => Ok(Keeper { user, net }),
+            _ => Err(io::Error::from_raw_os_error(if errno == 0 { libc::EIO } else { errno })),
+        }
+    }
+
+    /// The user namespace's and the network namespace's descriptors, for a launch to join.
+    pub fn fds(&self) -> (RawFd, RawFd) {
+        (self.user.as_raw_fd(), self.net.as_raw_fd())
+    }
+}
+
+extern "C" fn keeper_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the host's KeeperArgs; the host's thread waits until this process exits.
+    unsafe {
+        let a = &mut *arg.cast::<KeeperArgs>();
+        let r = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET)
+            .and_then(|()| a.plan.write_maps())
+            .and_then(|()| loopback_up())
+            .and_then(|()| sys::open(c"/proc/self/ns/user", libc::O_RDONLY | libc::O_CLOEXEC))
+            .and_then(|user| {
+                std::ptr::write_volatile(&mut a.user, user);
+                sys::open(c"/proc/self/ns/net", libc::O_RDONLY | libc::O_CLOEXEC)
+            });
+        match r {
+            Ok(net) => std::ptr::write_volatile(&mut a.net, net),
+            Err(e) => std::ptr::write_volatile(&mut a.errno, e),
+        }
+        sys::exit(0)
+    }
+}
+
+/// In C, before it unshares its own namespaces: joins a [`Keeper`]'s user namespace, then its
+/// network namespace (`user`, `net`: the keeper's descriptors, inherited from the host).
+///
+/// # Safety
+/// Raw system calls only.
+pub unsafe fn join(user: RawFd, net: RawFd) -> Result<(), i32> {
+    sys::setns(user, libc::CLONE_NEWUSER)?;
+    sys::setns(net, libc::CLONE_NEWNET)
+}

@@ -3,8 +3,15 @@
 //! A process session started with `ports` may bind those ports; while it runs, every process
 //! started by the same tool set (run_command, node_process, run_tests, other sessions) may
 //! connect to them. Both are Landlock ABI 4 rules (`NetPort`) added to the ruleset that
-//! otherwise refuses every TCP bind and connect; nothing else about the network changes.
-//! The set is shared by the tool set's options ([`SharedPorts`], one per process table).
+//! otherwise refuses every TCP bind and connect. A port rule names no address, so it alone
+//! would let a process reach that port anywhere (the host's loopback, any other host): every
+//! process given a port rule runs in the tool set's own network namespace instead, which has
+//! loopback only ([`Keeper`](super::netns::Keeper), made on the first launch that needs it and
+//! dropped when the tool set is closed). There the rule reaches the session's listener and
+//! nothing of the host's. Processes without a port rule stay in the host's namespace with TCP
+//! refused; where no such namespace can be made, no connect rule is given at all.
+//! The set is shared by the tool set's options ([`SharedPorts`], one per process table), and
+//! with it the tool set's share of the filtering proxy's connections.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -13,6 +20,12 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 struct Inner {
     /// Open ports, each with how many sessions hold it.
     open: Mutex<BTreeMap<u16, usize>>,
+    /// The tool set's network namespace, once a launch needed it; `closed` once the tool set
+    /// was closed (no new one is made then).
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    keeper: Mutex<(Option<Arc<super::netns::Keeper>>, bool)>,
+    /// The tool set's share of the filtering proxy's connections.
+    share: crate::proxy::Share,
 }
 
 /// The ports a tool set's processes may connect to. Cloning shares the set; two values are
@@ -38,9 +51,51 @@ impl SharedPorts {
         SharedPorts::default()
     }
 
+    /// The tool set's share of the filtering proxy's connections (`network: { allow }`): every
+    /// call of the tool set counts against it.
+    pub fn proxy_share(&self) -> crate::proxy::Share {
+        self.0.share.clone()
+    }
+
     /// The ports open now.
     pub fn current(&self) -> Vec<u16> {
         self.0.open.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect()
+    }
+
+    /// The tool set's network namespace, made now if there is none yet.
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    pub fn namespace(&self) -> std::io::Result<Arc<super::netns::Keeper>> {
+        let mut k = self.0.keeper.lock().unwrap_or_else(|e| e.into_inner());
+        if k.1 {
+            return Err(std::io::Error::other("the tools were closed"));
+        }
+        if let Some(keeper) = &k.0 {
+            return Ok(keeper.clone());
+        }
+        let keeper = Arc::new(super::netns::Keeper::new()?);
+        k.0 = Some(keeper.clone());
+        Ok(keeper)
+    }
+
+    /// Whether the tool set's network namespace exists now.
+    pub fn has_namespace(&self) -> bool {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            self.0.keeper.lock().unwrap_or_else(|e| e.into_inner()).0.is_some()
+        }
+        #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+        false
+    }
+
+    /// Drops the tool set's network namespace (freed once no process is left in it) and makes
+    /// no new one: the tool set is closed.
+    pub fn close(&self) {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            let mut k = self.0.keeper.lock().unwrap_or_else(|e| e.into_inner());
+            k.0 = None;
+            k.1 = true;
+        }
     }
 
     /// Opens `ports` until the returned lease is dropped.

@@ -117,7 +117,7 @@ pub fn network_namespace() -> bool {
 
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn probe_network_namespace() -> bool {
-    let session = crate::proxy::Session::new(std::sync::Arc::new(crate::proxy::Allowlist::default()));
+    let session = crate::proxy::Session::new(std::sync::Arc::new(crate::proxy::Allowlist::default()), crate::proxy::Share::default());
     let Ok(net) = super::netns::Net::new(session.server()) else { return false };
     let ok = matches!(
         probe_exit(super::launch::Launch::probe_network(net)),

@@ -112,6 +112,10 @@ pub unsafe fn unshare(flags: libc::c_int) -> Result<(), i32> {
     check(syscall6(libc::SYS_unshare, flags as usize, 0, 0, 0, 0, 0)).map(drop)
 }
 
+pub unsafe fn setns(fd: libc::c_int, nstype: libc::c_int) -> Result<(), i32> {
+    check(syscall6(libc::SYS_setns, fd as usize, nstype as usize, 0, 0, 0, 0)).map(drop)
+}
+
 pub unsafe fn kill(pid: libc::pid_t, sig: libc::c_int) {
     syscall6(libc::SYS_kill, pid as isize as usize, sig as usize, 0, 0, 0, 0);
 }

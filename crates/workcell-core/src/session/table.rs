@@ -445,6 +445,7 @@ impl ProcessTable {
     pub fn close_now(&self) -> Vec<Arc<Shared>> {
         let mut inner = self.lock();
         inner.closed = true;
+        self.ports.close();
         let all: Vec<Arc<Shared>> = inner.entries.iter().map(|e| Arc::clone(&e.shared)).collect();
         drop(inner);
         for s in &all {

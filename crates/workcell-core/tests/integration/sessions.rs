@@ -130,6 +130,97 @@ async fn a_port_not_listed_cannot_be_bound() {
     assert_nothing_left(&f, &mark);
 }
 
+/// Connects to each `host:port` given and prints `host:port connected` or the error's code.
+const CONNECT: &str = "const net = require('net'); const go = () => { let left = process.argv.length - 1; for (const h of process.argv.slice(1)) { const i = h.lastIndexOf(':'); const s = net.connect(+h.slice(i + 1), h.slice(0, i)); const done = (what) => { console.log(h + ' ' + what); s.destroy(); if (!--left) process.exit(0); }; s.on('connect', () => done('connected')); s.on('error', (e) => done(e.code)); } }; if (process.env.WAIT_STDIN) { console.log('waiting'); process.stdin.once('data', go); } else go();";
+
+/// A listener of the host's own (outside every sandbox) on `ip:port`, polled without blocking.
+fn host_listener(ip: &str, port: u16) -> std::net::TcpListener {
+    let l = std::net::TcpListener::bind((ip, port)).unwrap();
+    l.set_nonblocking(true).unwrap();
+    l
+}
+
+/// Whether anything connected to `l` (a connection the child made is queued before its connect
+/// returns, so asking after the child reported is enough).
+fn was_reached(l: &std::net::TcpListener) -> bool {
+    l.accept().is_ok()
+}
+
+/// Whether the tool set's network namespace can be used here: Landlock ABI 4 and namespaces.
+fn ports_contained() -> bool {
+    let f = Features::detect();
+    network_confinable() && f.pid_namespace && f.user_namespace
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_port_nobody_listens_on_reaches_nothing_of_the_host() {
+    if !ports_contained() {
+        return;
+    }
+    let f = fixture(&[]);
+    let mark = marker("wc-sess");
+    let port = free_port();
+    // The host's services on that port: another loopback address, and the one the session
+    // would listen on (it never does).
+    let (other, same) = (host_listener("127.0.0.2", port), host_listener("127.0.0.1", port));
+    let t = table_for(&f, &mark, |o| o.allowed_ports = vec![port]);
+    let c = Cancel::new();
+    let out = t.start(&StartRequest { ports: vec![port as f64], wait_ms: Some(0.0), ..start(&["sleep", "300"]) }, &c).await.unwrap();
+    assert!(out.running, "{out:?}");
+    let targets = [format!("127.0.0.2:{port}"), format!("127.0.0.1:{port}")];
+    let mut argv = vec!["node".to_string(), "-e".into(), CONNECT.into()];
+    argv.extend(targets.iter().cloned());
+    // run_command of the tool set, given the port's rule.
+    let mut co = CommandOptions::new(PATH);
+    co.scratch_parent = f.scratch.clone();
+    co.sandbox.connect_ports = t.ports().clone();
+    let got = run_command(&f.ws, &CommandRequest { argv: argv.clone(), cwd: None, timeout_ms: None }, &co, &c).await.unwrap();
+    assert_eq!(got.exit_code, Some(0), "{got:?}");
+    for target in &targets {
+        assert!(got.output.contains(&format!("{target} ECONNREFUSED")), "{target}: {got:?}");
+    }
+    // The session's own process, which holds the port's rule itself.
+    let own = t.start(&StartRequest { ports: vec![port as f64], wait_ms: Some(15_000.0), ..start(&argv.iter().map(String::as_str).collect::<Vec<_>>()) }, &c).await.unwrap();
+    assert_eq!((own.running, own.exit_code), (false, Some(0)), "{own:?}");
+    assert!(!own.output.contains("connected") && own.output.matches("ECONNREFUSED").count() == 2, "{own:?}");
+    assert!(!was_reached(&other) && !was_reached(&same), "a host's listener was reached");
+    t.close().await;
+    assert_nothing_left(&f, &mark);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_started_during_the_lease_cannot_reach_the_host_after_the_session_stopped() {
+    if !ports_contained() {
+        return;
+    }
+    let f = fixture(&[]);
+    let mark = marker("wc-sess");
+    let port = free_port();
+    let host = host_listener("127.0.0.2", port);
+    let t = table_for(&f, &mark, |o| {
+        o.allowed_ports = vec![port];
+        o.command.env.push(("WAIT_STDIN".into(), "1".into()));
+    });
+    let c = Cancel::new();
+    let lease = t.start(&StartRequest { ports: vec![port as f64], wait_ms: Some(0.0), ..start(&["sleep", "300"]) }, &c).await.unwrap();
+    // Started while the port is open: its ruleset allows connecting to the port.
+    let target = format!("127.0.0.2:{port}");
+    let late = StartRequest { wait_for: Some("waiting".into()), wait_ms: Some(15_000.0), ..start(&["node", "-e", CONNECT, &target]) };
+    let waiting = t.start(&late, &c).await.unwrap();
+    assert!(waiting.matched, "{waiting:?}");
+    let stopped = t.stop(&lease.id, Some("SIGKILL"), &c).await.unwrap();
+    assert!(!stopped.running);
+    t.write(&waiting.id, "go\n", false, &c).await.unwrap();
+    let mut r = read(&waiting.id);
+    r.wait_for = Some(format!("{target} "));
+    r.wait_ms = Some(15_000.0);
+    let got = t.read(&r, &c).await.unwrap();
+    assert!(got.matched && got.output.contains(&format!("{target} ECONNREFUSED")), "{got:?}");
+    assert!(!was_reached(&host), "the host's listener was reached");
+    t.close().await;
+    assert_nothing_left(&f, &mark);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repl_through_a_terminal_answers_without_escape_bytes() {
     let f = fixture(&[]);
