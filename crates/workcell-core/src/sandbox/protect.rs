@@ -8,6 +8,21 @@
 //! included), without descending into it. Symlinks are never matched or followed. A match the
 //! call's write grants name (the same file, by device and inode) is left writable.
 //!
+//! The walk is cheap when nothing changed. When every pattern is `**/NAME/**` or `**/NAME`
+//! (a literal ASCII name) an entry matches when its own name is one of the names (ASCII case
+//! ignored; a name with other bytes goes through the globs); else each path goes through the
+//! globs. For each workspace (its root and the patterns) a process-wide cache (at most
+//! [`MAX_ENTRIES`] directories in all) keeps every directory the last walk read: its device,
+//! inode, mtime and ctime, its entry count, its matches and its subdirectories. A directory
+//! whose stamp is unchanged is not read again (each of its matches is still looked up by name,
+//! and each subdirectory is still opened and checked the same way); any difference or error
+//! means reading it afresh. Every change of a directory's entries moves its ctime, which no
+//! process can set back (`utimes` only sets the mtime), and a directory whose mtime or ctime is
+//! less than 50 ms (3 s when the file system keeps whole seconds) before the read started is
+//! never reused, so a change made in the same clock tick as the read cannot be missed. The
+//! result is exactly a fresh walk's (`a_cached_walk_finds_what_a_fresh_walk_finds_after_random_changes`).
+//! A stale cache could only miss a match: what it finds is still checked in the child.
+//!
 //! In the child's mount namespace (the sandbox's, unshared with its user namespace; see
 //! [`super::launch`]), before anything of the program runs, each match is opened again beneath
 //! the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, checked to be the file the
