@@ -28,6 +28,20 @@ use crate::error::{Code, Error, Result};
 use crate::path::RelPath;
 use crate::root::Workspace;
 
+/// `NAME` when `pattern` is `**/NAME/**` or `**/NAME` with `NAME` one literal ASCII name (no
+/// glob metacharacter, no separator): such a pattern matches exactly the paths whose last
+/// component is `NAME` (ASCII case ignored), or that lie beneath one.
+fn literal_name(pattern: &str) -> Option<&str> {
+    let rest = pattern.strip_prefix("**/")?;
+    let name = rest.strip_suffix("/**").unwrap_or(rest);
+    let literal = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name.is_ascii()
+        && !name.bytes().any(|b| b"*?[]{}\\/!".contains(&b) || b.is_ascii_control());
+    literal.then_some(name)
+}
+
 /// The patterns protected when the host gives none.
 pub const DEFAULT_PROTECT: &[&str] = &["**/.git/**"];
 
@@ -36,6 +50,11 @@ pub struct Guard {
     set: GlobSet,
     /// For each compiled glob, the pattern the host wrote.
     origin: Vec<String>,
+    /// The host's patterns, as given.
+    patterns: Vec<String>,
+    /// When every pattern is `**/NAME/**` or `**/NAME` with a literal ASCII `NAME`: the names
+    /// (an entry matches when its own name is one of them, ASCII case ignored).
+    names: Option<Vec<String>>,
     refuse_links: bool,
 }
 
@@ -64,7 +83,9 @@ impl Guard {
             }
         }
         let set = builder.build().map_err(|e| format!("invalid protect globs: {e}"))?;
-        Ok(Guard { set, origin, refuse_links })
+        let patterns: Vec<String> = protect.iter().map(|p| p.as_ref().to_string()).collect();
+        let names = patterns.iter().map(|p| literal_name(p).map(str::to_string)).collect();
+        Ok(Guard { set, origin, patterns, names, refuse_links })
     }
 
     /// The default guard: [`DEFAULT_PROTECT`], links allowed.
@@ -75,6 +96,21 @@ impl Guard {
     /// The host pattern `rel` matches, if any.
     pub fn matched(&self, rel: &str) -> Option<&str> {
         self.set.matches(rel).first().map(|&i| self.origin[i].as_str())
+    }
+
+    /// Whether the workspace-relative `rel` (any bytes) matches a pattern.
+    pub fn matches_path(&self, rel: &std::path::Path) -> bool {
+        self.set.is_match(rel)
+    }
+
+    /// The host's patterns, as given.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// The literal names when every pattern is `**/NAME/**` or `**/NAME` (see the field).
+    pub fn literal_names(&self) -> Option<&[String]> {
+        self.names.as_deref()
     }
 
     fn check_rel(&self, shown: &str, rel: &str) -> Result<()> {

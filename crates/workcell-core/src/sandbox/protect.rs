@@ -8,6 +8,21 @@
 //! included), without descending into it. Symlinks are never matched or followed. A match the
 //! call's write grants name (the same file, by device and inode) is left writable.
 //!
+//! The walk is cheap when nothing changed. When every pattern is `**/NAME/**` or `**/NAME`
+//! (a literal ASCII name) an entry matches when its own name is one of the names (ASCII case
+//! ignored; a name with other bytes goes through the globs); else each path goes through the
+//! globs. For each workspace (its root and the patterns) a process-wide cache (at most
+//! [`MAX_ENTRIES`] directories in all) keeps every directory the last walk read: its device,
+//! inode, mtime and ctime, its entry count, its matches and its subdirectories. A directory
+//! whose stamp is unchanged is not read again (each of its matches is still looked up by name,
+//! and each subdirectory is still opened and checked the same way); any difference or error
+//! means reading it afresh. Every change of a directory's entries moves its ctime, which no
+//! process can set back (`utimes` only sets the mtime), and a directory whose mtime or ctime is
+//! less than 50 ms (3 s when the file system keeps whole seconds) before the read started is
+//! never reused, so a change made in the same clock tick as the read cannot be missed. The
+//! result is exactly a fresh walk's (`a_cached_walk_finds_what_a_fresh_walk_finds_after_random_changes`).
+//! A stale cache could only miss a match: what it finds is still checked in the child.
+//!
 //! In the child's mount namespace (the sandbox's, unshared with its user namespace; see
 //! [`super::launch`]), before anything of the program runs, each match is opened again beneath
 //! the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, checked to be the file the
@@ -25,16 +40,18 @@
 //! (`SANDBOX_UNAVAILABLE`) unless the host set `protect: []` for the process tools.
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsFd as _, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
-use std::path::PathBuf;
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::guard::Guard;
 use crate::root::Workspace;
 use crate::walk::{self, DirHandle, Kind, Start};
+
 
 /// Most entries one walk looks at.
 pub const MAX_ENTRIES: usize = 200_000;
@@ -60,8 +77,10 @@ pub struct Protect {
     targets: Vec<Target>,
     /// False when the walk stopped at its bounds (matches deeper or later were not found).
     pub complete: bool,
-    /// How many entries the walk looked at.
+    /// How many entries the walk looked at (read, or counted from its cache).
     pub visited: usize,
+    /// How many directories the walk took from its cache instead of reading them.
+    pub reused: usize,
     stand_in: Option<StandIn>,
 }
 
@@ -135,54 +154,257 @@ fn identity_at(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Id> {
 /// Walks the workspace for the matches of `guard` (see the module documentation); `writable`
 /// are the files the call's write grants opened (left writable).
 pub fn plan(ws: &Workspace, guard: &Guard, writable: &[Id]) -> std::io::Result<Protect> {
-    let started = Instant::now();
+    plan_with(ws, guard, writable, true)
+}
+
+/// [`plan`], with or without the workspace's cache (a walk without it reads every directory).
+fn plan_with(ws: &Workspace, guard: &Guard, writable: &[Id], cached: bool) -> std::io::Result<Protect> {
     let Ok(Start::Dir(top)) = walk::open_start(ws, None) else {
         return Err(std::io::Error::other("the workspace root cannot be listed"));
     };
     let st = rustix::fs::fstat(top.fd())?;
     let root_id = (st.st_dev as u64, st.st_ino as u64);
     let root_path = CString::new(ws.canonical().as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-    let mut targets = Vec::new();
-    let mut visited = 0usize;
-    let mut complete = true;
     let mut stand_in = None;
     // The top-level `.git`, made when missing (a stand-in, see the module documentation).
     if guard.matched(".git").is_some() {
         stand_in = StandIn::make_or_share(&top)?;
     }
-    let mut stack: Vec<(DirHandle, PathBuf)> = vec![(top, PathBuf::new())];
-    'walk: while let Some((dir, rel)) = stack.pop() {
-        let Ok((entries, cut)) = dir.entries() else { continue };
-        if cut {
-            complete = false;
+    let key = CacheKey { root_id, root_path: root_path.as_bytes().to_vec(), patterns: guard.patterns().to_vec() };
+    let old = if cached { cache::take(&key) } else { HashMap::new() };
+    let mut w = Walker {
+        guard,
+        names: guard.literal_names(),
+        started: Instant::now(),
+        visited: 0,
+        complete: true,
+        reused: 0,
+        old,
+        seen: HashMap::new(),
+        found: Vec::new(),
+    };
+    // Pending directories: the open parent, the name, the relative path (a directory is opened
+    // only when its turn comes, so at most one descriptor per level is open).
+    let mut stack: Vec<(Rc<DirHandle>, OsString, PathBuf)> = Vec::new();
+    let mut next = Some((top, PathBuf::new()));
+    loop {
+        let (dir, rel) = match next.take() {
+            Some(d) => d,
+            None => match stack.pop() {
+                None => break,
+                Some((parent, name, rel)) => match parent.open_dir(&name) {
+                    Ok(dir) => (dir, rel),
+                    Err(_) => continue,
+                },
+            },
+        };
+        let Some(subdirs) = w.visit(&dir, &rel) else { break };
+        let dir = Rc::new(dir);
+        for name in subdirs {
+            let path = walk::join(&rel, &name);
+            stack.push((dir.clone(), name, path));
         }
+    }
+    let mut targets = Vec::with_capacity(w.found.len());
+    for (path, id) in w.found {
+        if !writable.contains(&id) {
+            let rel = CString::new(path.into_os_string().into_vec()).map_err(std::io::Error::other)?;
+            targets.push(Target { rel, id });
+        }
+    }
+    if cached {
+        cache::put(key, w.seen);
+    }
+    Ok(Protect { root_path, root_id, targets, complete: w.complete, visited: w.visited, reused: w.reused, stand_in })
+}
+
+/// What identifies one state of a directory: its device and inode, its mtime and its ctime
+/// (seconds, nanoseconds). Any change of its entries moves both times; a process can set the
+/// mtime back (`utimes`) but not the ctime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    id: Id,
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+}
+
+impl Stamp {
+    fn of(dir: &DirHandle) -> Option<Stamp> {
+        let st = rustix::fs::fstat(dir.fd()).ok()?;
+        Some(Stamp {
+            id: (st.st_dev as u64, st.st_ino as u64),
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as u32),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as u32),
+        })
+    }
+
+    /// Whether a directory with this stamp, taken after `before`, may be reused later: both of
+    /// its times are older than `before` by more than the clock's tick and the file system's
+    /// timestamp granularity, so any change after the stamp was taken gives it a later ctime.
+    /// (File times come from the kernel's coarse clock, up to a tick behind the real-time clock
+    /// `before` was read from; a file system that keeps whole seconds gets three seconds.)
+    fn trusted(&self, before: SystemTime) -> bool {
+        let coarse = self.mtime.1 == 0 || self.ctime.1 == 0;
+        let margin = if coarse { COARSE_MARGIN } else { TICK_MARGIN };
+        let Ok(since) = before.duration_since(UNIX_EPOCH) else { return false };
+        let limit = since.as_nanos() as i128 - margin.as_nanos() as i128;
+        let nanos = |(s, n): (i64, u32)| s as i128 * 1_000_000_000 + n as i128;
+        nanos(self.mtime) < limit && nanos(self.ctime) < limit
+    }
+}
+
+/// How far before a read a directory's times must be for the read to be reused (fine-grained
+/// file systems: a few clock ticks).
+const TICK_MARGIN: Duration = Duration::from_millis(50);
+/// The same for file systems that keep whole seconds (or two).
+const COARSE_MARGIN: Duration = Duration::from_secs(3);
+
+/// One directory as the walk last read it: enough to skip reading it again while its
+/// [`Stamp`] is unchanged.
+#[derive(Debug)]
+struct Seen {
+    stamp: Stamp,
+    /// How many entries it had, and whether some were left out ([`DirHandle::entries`]).
+    entries: usize,
+    cut: bool,
+    /// The entries the patterns matched (name, identity), in name order.
+    matches: Vec<(OsString, Id)>,
+    /// The subdirectories walked into, in name order.
+    subdirs: Vec<OsString>,
+}
+
+struct Walker<'a> {
+    guard: &'a Guard,
+    names: Option<&'a [String]>,
+    started: Instant,
+    visited: usize,
+    complete: bool,
+    reused: usize,
+    /// The previous walk's directories (by relative path), and this walk's.
+    old: HashMap<PathBuf, Seen>,
+    seen: HashMap<PathBuf, Seen>,
+    found: Vec<(PathBuf, Id)>,
+}
+
+impl Walker<'_> {
+    /// Whether the entry `name` of the directory `rel` matches.
+    fn matches(&self, rel: &Path, name: &OsStr) -> bool {
+        let bytes = name.as_bytes();
+        match self.names {
+            // The literal names: compare the entry's own name (a name with non-ASCII bytes
+            // goes through the globs, which ignore case beyond ASCII).
+            Some(names) if bytes.is_ascii() => names.iter().any(|n| n.as_bytes().eq_ignore_ascii_case(bytes)),
+            _ => self.guard.matches_path(&walk::join(rel, name)),
+        }
+    }
+
+    /// Records the matches of one directory and returns the subdirectories to walk into;
+    /// `None` when the walk reached its bounds.
+    fn visit(&mut self, dir: &DirHandle, rel: &Path) -> Option<Vec<OsString>> {
+        let before = SystemTime::now();
+        let stamp = Stamp::of(dir);
+        if let Some(seen) = self.old.remove(rel) {
+            if let Some(subdirs) = self.reuse(dir, rel, stamp, seen) {
+                return Some(subdirs);
+            }
+        }
+        let Ok((entries, cut)) = dir.entries() else { return Some(Vec::new()) };
+        if cut {
+            self.complete = false;
+        }
+        let (mut matches, mut subdirs) = (Vec::new(), Vec::new());
+        let total = entries.len();
         for e in entries {
-            visited += 1;
-            if visited > MAX_ENTRIES || (visited % 256 == 0 && started.elapsed() > MAX_WALK) {
-                complete = false;
-                break 'walk;
+            self.visited += 1;
+            if self.visited > MAX_ENTRIES || (self.visited % 256 == 0 && self.started.elapsed() > MAX_WALK) {
+                self.complete = false;
+                return None;
             }
             if e.kind == Kind::Symlink {
                 continue;
             }
-            let path = walk::join(&rel, &e.name);
-            let Some(shown) = path.to_str() else { continue };
-            if guard.matched(shown).is_some() {
-                let Some(id) = identity_at(&dir, &e.name) else { continue };
-                if !writable.contains(&id) {
-                    let rel = CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-                    targets.push(Target { rel, id });
+            if self.matches(rel, &e.name) {
+                if let Some(id) = identity_at(dir, &e.name) {
+                    self.found.push((walk::join(rel, &e.name), id));
+                    matches.push((e.name, id));
                 }
                 continue;
             }
             if e.kind == Kind::Dir {
-                if let Ok(child) = dir.open_dir(&e.name) {
-                    stack.push((child, path));
-                }
+                subdirs.push(e.name);
             }
         }
+        if let Some(stamp) = stamp.filter(|s| s.trusted(before)) {
+            let seen = Seen { stamp, entries: total, cut, matches, subdirs: subdirs.clone() };
+            self.seen.insert(rel.to_path_buf(), seen);
+        }
+        Some(subdirs)
     }
-    Ok(Protect { root_path, root_id, targets, complete, visited, stand_in })
+
+    /// The previous read of `dir`, when it still holds: same stamp, every match still the same
+    /// file, and within the walk's bounds (else the directory is read again).
+    fn reuse(&mut self, dir: &DirHandle, rel: &Path, stamp: Option<Stamp>, seen: Seen) -> Option<Vec<OsString>> {
+        if stamp != Some(seen.stamp)
+            || self.visited + seen.entries > MAX_ENTRIES
+            || self.started.elapsed() > MAX_WALK
+            || seen.matches.iter().any(|(name, id)| identity_at(dir, name) != Some(*id))
+        {
+            return None;
+        }
+        self.visited += seen.entries;
+        self.reused += 1;
+        if seen.cut {
+            self.complete = false;
+        }
+        for (name, id) in &seen.matches {
+            self.found.push((walk::join(rel, name), *id));
+        }
+        let subdirs = seen.subdirs.clone();
+        self.seen.insert(rel.to_path_buf(), seen);
+        Some(subdirs)
+    }
+}
+
+/// Which walk a cache belongs to: the root (identity and path) and the patterns.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct CacheKey {
+    root_id: Id,
+    root_path: Vec<u8>,
+    patterns: Vec<String>,
+}
+
+/// The directories of the last walk of each workspace, process-wide, at most [`MAX_ENTRIES`]
+/// directories in all (the workspaces walked least recently are dropped first). A walk takes
+/// its workspace's cache out while it runs (a walk running at the same time reads afresh).
+mod cache {
+    use super::*;
+
+    struct Held {
+        dirs: HashMap<PathBuf, Seen>,
+        used: u64,
+    }
+
+    static CACHE: Mutex<Option<(u64, HashMap<CacheKey, Held>)>> = Mutex::new(None);
+
+    pub(super) fn take(key: &CacheKey) -> HashMap<PathBuf, Seen> {
+        let mut g = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        g.get_or_insert_with(|| (0, HashMap::new())).1.remove(key).map(|h| h.dirs).unwrap_or_default()
+    }
+
+    pub(super) fn put(key: CacheKey, dirs: HashMap<PathBuf, Seen>) {
+        if dirs.is_empty() || dirs.len() > MAX_ENTRIES {
+            return;
+        }
+        let mut g = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        let (clock, map) = g.get_or_insert_with(|| (0, HashMap::new()));
+        *clock += 1;
+        let mut total: usize = dirs.len() + map.values().map(|h| h.dirs.len()).sum::<usize>();
+        while total > MAX_ENTRIES {
+            let Some(oldest) = map.iter().min_by_key(|(_, h)| h.used).map(|(k, _)| k.clone()) else { break };
+            total -= map.remove(&oldest).map_or(0, |h| h.dirs.len());
+        }
+        map.insert(key, Held { dirs, used: *clock });
+    }
 }
 
 /// The stand-in `<root>/.git` of one workspace, shared by the children that run while it is
@@ -267,6 +489,181 @@ mod tests {
         assert!(!plan(&ws, &Guard::default_guard(), &[id]).unwrap().paths().contains(&".git".to_string()));
         // No protection: nothing.
         assert!(plan(&ws, &Guard::new::<&str>(&[], false).unwrap(), &[]).unwrap().is_empty());
+    }
+
+    /// Waits until the clock is past what the cache trusts for anything changed so far.
+    fn settle() {
+        let until = SystemTime::now() + TICK_MARGIN + Duration::from_millis(30);
+        while SystemTime::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn sorted(p: &Protect) -> Vec<String> {
+        let mut v = p.paths();
+        v.sort();
+        v
+    }
+
+    /// Every directory under `dir` that is not a link or inside a `.git` (relative paths).
+    fn dirs_of(root: &Path) -> Vec<PathBuf> {
+        let mut out = vec![PathBuf::new()];
+        let mut i = 0;
+        while i < out.len() {
+            let rel = out[i].clone();
+            i += 1;
+            let Ok(rd) = std::fs::read_dir(root.join(&rel)) else { continue };
+            let mut names: Vec<_> = rd.flatten().collect();
+            names.sort_by_key(|e| e.file_name());
+            for e in names {
+                let name = e.file_name();
+                if name.as_bytes().eq_ignore_ascii_case(b".git") {
+                    continue;
+                }
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    out.push(rel.join(name));
+                }
+            }
+        }
+        out
+    }
+
+    fn set_mtime(path: &Path, to: std::fs::Metadata) {
+        use std::os::unix::fs::MetadataExt as _;
+        let t = rustix::fs::Timespec { tv_sec: to.mtime(), tv_nsec: to.mtime_nsec() as _ };
+        let times = rustix::fs::Timestamps { last_access: t, last_modification: t };
+        rustix::fs::utimensat(rustix::fs::CWD, path, &times, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    }
+
+    #[test]
+    fn a_cached_walk_finds_what_a_fresh_walk_finds_after_random_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        for i in 0..12 {
+            for j in 0..4 {
+                std::fs::create_dir_all(root.join(format!("d{i}/e{j}/f"))).unwrap();
+                std::fs::write(root.join(format!("d{i}/e{j}/file")), "x").unwrap();
+            }
+        }
+        std::fs::create_dir_all(root.join("d3/e1/.git/hooks")).unwrap();
+        let ws = Workspace::open(root).unwrap();
+        let guards = [Guard::default_guard(), Guard::new(&["**/.git/**", "**/*.pem", "d1/**/secret"], false).unwrap()];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rand = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        settle();
+        let mut reused = 0;
+        for round in 0..160 {
+            let dirs = dirs_of(root);
+            let d = root.join(&dirs[rand(dirs.len())]);
+            let what = rand(9);
+            match what {
+                0 => drop(std::fs::create_dir_all(d.join(".git/objects"))),
+                1 => drop(std::fs::write(d.join(if rand(2) == 0 { ".git" } else { ".GIT" }), "gitdir: x\n")),
+                2 => {
+                    let _ = std::fs::remove_dir_all(d.join(".git"));
+                    let _ = std::fs::remove_file(d.join(".git"));
+                    let _ = std::fs::remove_file(d.join(".GIT"));
+                }
+                3 if d != root => {
+                    // Rename a directory somewhere else (not into itself).
+                    let to = root.join(&dirs[rand(dirs.len())]);
+                    if !to.starts_with(&d) {
+                        let _ = std::fs::rename(&d, to.join(format!("moved{round}")));
+                    }
+                }
+                4 if d != root => {
+                    // Replace a directory with a link to one holding a `.git`.
+                    let _ = std::fs::remove_dir_all(&d);
+                    let _ = std::os::unix::fs::symlink(root.join("d3/e1"), &d);
+                }
+                5 => {
+                    // Add a `.git` and set the directory's mtime back.
+                    let before = std::fs::metadata(&d).unwrap();
+                    let _ = std::fs::create_dir(d.join(".git"));
+                    set_mtime(&d, before);
+                }
+                6 => drop(std::fs::create_dir_all(d.join(format!("n{round}/m/.git")))),
+                7 => drop(std::fs::write(d.join(format!("k{round}.pem")), "")),
+                _ => {
+                    let _ = std::fs::create_dir_all(d.join(format!("é{round}")));
+                    let _ = std::fs::create_dir(d.join(format!("é{round}/.Git")));
+                }
+            }
+            for guard in &guards {
+                let cached = plan(&ws, guard, &[]).unwrap();
+                let fresh = plan_with(&ws, guard, &[], false).unwrap();
+                assert_eq!(sorted(&cached), sorted(&fresh), "round {round}, change {what} at {d:?}");
+                assert_eq!((cached.visited, cached.complete), (fresh.visited, fresh.complete));
+                assert_eq!(fresh.reused, 0);
+                reused += cached.reused;
+            }
+            if round % 40 == 39 {
+                settle();
+            }
+        }
+        assert!(reused > 1000, "the cache was used ({reused} directories)");
+    }
+
+    #[test]
+    fn a_git_made_right_after_a_walk_is_found_even_with_the_directory_mtime_set_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in [".git", "a/b/c", "x/y"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let ws = Workspace::open(root).unwrap();
+        let guard = Guard::default_guard();
+        settle();
+        for (i, d) in ["a/b", "a/b/c", "x", ""].iter().enumerate() {
+            let first = plan(&ws, &guard, &[]).unwrap();
+            assert!(first.reused > 0 || i == 0);
+            let before = std::fs::metadata(root.join(d)).unwrap();
+            std::fs::create_dir(root.join(d).join(format!("n{i}"))).unwrap();
+            std::fs::create_dir(root.join(d).join(format!("n{i}/.git"))).unwrap();
+            std::fs::remove_dir(root.join(d).join(format!("n{i}/.git"))).unwrap();
+            std::fs::rename(root.join(d).join(format!("n{i}")), root.join(d).join(".git_")).unwrap();
+            std::fs::rename(root.join(d).join(".git_"), root.join(d).join(if d.is_empty() { "top" } else { ".git" })).unwrap();
+            set_mtime(&root.join(d), before);
+            let expect = if d.is_empty() { ".git".to_string() } else { format!("{d}/.git") };
+            let got = plan(&ws, &guard, &[]).unwrap().paths();
+            if !d.is_empty() {
+                assert!(got.contains(&expect), "{expect} missing from {got:?}");
+            }
+            assert_eq!(sorted(&plan(&ws, &guard, &[]).unwrap()), sorted(&plan_with(&ws, &guard, &[], false).unwrap()));
+        }
+    }
+
+    #[test]
+    fn literal_patterns_match_by_name_exactly_as_the_globs_do() {
+        let g = Guard::new(&["**/.git/**", "**/node_modules", "**/.env"], false).unwrap();
+        assert_eq!(g.literal_names().unwrap(), [".git", "node_modules", ".env"]);
+        for p in ["*.pem", "**/*.key", "a/.git/**", "**/a/b", "**/[.]git", "**/x\\y", "**/"] {
+            assert!(Guard::new(&["**/.git/**", p], false).unwrap().literal_names().is_none(), "{p}");
+        }
+        let w = Walker {
+            guard: &g,
+            names: g.literal_names(),
+            started: Instant::now(),
+            visited: 0,
+            complete: true,
+            reused: 0,
+            old: HashMap::new(),
+            seen: HashMap::new(),
+            found: Vec::new(),
+        };
+        for name in [".git", ".GIT", ".Git", "git", ".gitx", "x.git", ".env", ".ENV", "node_modules", "Node_Modules", "é", ".gİt", ".gıt", "\u{212a}"] {
+            for rel in ["", "a", "a/b"] {
+                let rel = Path::new(rel);
+                let by_glob = g.matches_path(&walk::join(rel, OsStr::new(name)));
+                assert_eq!(w.matches(rel, OsStr::new(name)), by_glob, "{rel:?} {name}");
+            }
+        }
     }
 
     #[test]
