@@ -22,9 +22,11 @@
 //! - [`command`]: the `run_command` tool (and the launch path run_tests shares);
 //! - [`testrun`]: the `run_tests` tool (vitest, node --test, go test, cargo test);
 //! - [`approval`]: previews of writing calls, the host's approval rules, sandbox-denial hints;
+//! - [`api`]: what the napi binding uses of all this, in one place;
 //! - [`sandbox`]: OS confinement (Landlock, PID namespaces, Node's permission model) for every
 //!   process a tool starts.
 
+pub mod api;
 pub mod approval;
 pub mod cancel;
 pub mod diff;

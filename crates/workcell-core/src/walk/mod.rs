@@ -1,4 +1,5 @@
-//! Confined directory walking, shared by `list_files` and `search_files`.
+//! Confined directory walking, shared by `list_files` and `search_files` (through one
+//! [`Walker`]; the write guard's protected-path scan reads directories the same way).
 //!
 //! The walk never resolves a path string. It starts from a directory opened beneath the root
 //! handle (cap-std: openat2 `RESOLVE_BENEATH` or a component-by-component walk), reads each
@@ -41,6 +42,9 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use crate::error::{Error, Result};
 use crate::path::RelPath;
 use crate::root::Workspace;
+
+mod walker;
+pub use walker::{Held, Order, Step, Visit, Walker};
 
 /// Largest `.gitignore` honoured; a larger one is not applied at all (and the note says so).
 pub const MAX_GITIGNORE_BYTES: usize = 64 << 10;
