@@ -1,5 +1,6 @@
-//! Confined directory walking, shared by `list_files` and `search_files` (through one
-//! [`Walker`]; the write guard's protected-path scan reads directories the same way).
+//! Confined directory walking: the directory handles and ignore files, and the one [`Walker`]
+//! of `list_files` and `search_files` (`walker.rs`). The sandbox's scan for protected paths
+//! (`sandbox::protect`) reads directories through the same handles.
 //!
 //! The walk never resolves a path string. It starts from a directory opened beneath the root
 //! handle (cap-std: openat2 `RESOLVE_BENEATH` or a component-by-component walk), reads each

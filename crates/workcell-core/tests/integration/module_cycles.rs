@@ -19,15 +19,20 @@ const ALLOWED: &[&[&str]] = &[
     &["policy::argv", "policy::builtins", "policy::grammar", "policy::wrappers"],
 ];
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files beneath `dir` whose extension is `ext`.
+fn files_with(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+            files_with(&p, ext, out);
+        } else if p.extension().is_some_and(|x| x == ext) {
             out.push(p);
         }
     }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    files_with(dir, "rs", out)
 }
 
 /// `policy/argv.rs` -> `["policy", "argv"]`; `policy/mod.rs` -> `["policy"]`; `lib.rs` -> `[]`.
@@ -259,7 +264,7 @@ fn the_binding_names_the_core_only_through_its_facade() {
         }
     }
     assert!(!list.is_empty());
-    assert!(outside.is_empty(), "the binding names core modules beside workcell_core::api (add what it needs to crates/workcell-core/src/api.rs): {outside:?}");
+    assert!(outside.is_empty(), "the binding names core modules beside workcell_core::api (add what it needs to the api module of crates/workcell-core/src/lib.rs): {outside:?}");
 }
 
 /// The TypeScript text without comments (strings kept: they hold the specifiers).
@@ -338,17 +343,6 @@ fn ts_specifiers(code: &str) -> Vec<String> {
     out
 }
 
-fn ts_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            ts_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "ts") {
-            out.push(p);
-        }
-    }
-}
-
 /// `p` with its `.` and `..` segments resolved lexically.
 fn normal(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -367,7 +361,7 @@ fn normal(p: &Path) -> PathBuf {
 /// The import edges between the modules of a TypeScript folder, by path relative to it.
 fn ts_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut list = Vec::new();
-    ts_files(dir, &mut list);
+    files_with(dir, "ts", &mut list);
     let name = |p: &Path| p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
     let known: BTreeSet<String> = list.iter().map(|p| name(p)).collect();
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
