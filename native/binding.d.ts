@@ -87,6 +87,12 @@ export declare class NativeWorkspace {
    * Takes its place in the target's write queue synchronously (shared with write_file).
    */
   editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { path: string; edits: number; bytes: number; diff: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`. */
+  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`. */
+  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { path: string; kind: "file" | "symlink" | "directory" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`. */
+  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * list_files: resolves to `{ ok: { path, entries, truncated, notShown, note? } }` or to
    * `{ error }`; never rejects.
@@ -97,12 +103,6 @@ export declare class NativeWorkspace {
    * places in the targets' write queues are taken synchronously, here.
    */
   applyPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<{ ok: { files: { path: string; action: "add" | "delete" | "update"; movedTo?: string; bytes?: number }[]; diff: string; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  /** move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`. */
-  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  /** delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`. */
-  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { path: string; kind: "file" | "symlink" | "directory" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  /** make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`. */
-  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.

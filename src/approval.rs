@@ -6,16 +6,15 @@ use std::path::Path;
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::approval::{self, denial_hint, preview, Decision, Preview, Rule, Rules, SandboxState};
-use workcell_core::edit::{Edit, EditRequest};
-use workcell_core::fileops::{DeleteRequest, MkdirRequest, MoveRequest};
-use workcell_core::write::{WriteRequest, MAX_WRITE_BYTES};
+use workcell_core::api::approval::{self, denial_hint, preview, Decision, Preview, Rule, Rules, SandboxState};
+use workcell_core::api::edit::{Edit, EditRequest};
+use workcell_core::api::fileops::{DeleteRequest, MkdirRequest, MoveRequest};
+use workcell_core::api::write::{WriteRequest, MAX_WRITE_BYTES};
 
-use crate::convert::strict_string;
+use crate::convert::{strict_string, PathHash};
 use crate::outcome::start_checked;
 use crate::edit::EditArg;
 use crate::guard::{guard_of, WriteGuard};
-use crate::patch::PathHash;
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
 /// Starts a preview whose request was checked: resolves to `{ ok: { summary, diff?, diffs?, files } }`
@@ -24,8 +23,8 @@ fn run<'env, R: Send + 'static>(
     env: &'env Env,
     ws: &NativeWorkspace,
     cancel: Option<&CancelHandle>,
-    checked: workcell_core::Result<R>,
-    f: fn(&std::sync::Arc<workcell_core::Workspace>, &R, &workcell_core::Cancel) -> workcell_core::Result<Preview>,
+    checked: workcell_core::api::Result<R>,
+    f: fn(&std::sync::Arc<workcell_core::api::Workspace>, &R, &workcell_core::api::Cancel) -> workcell_core::api::Result<Preview>,
 ) -> napi::Result<Object<'env>> {
     let (ws, cancel) = (ws.ws.clone(), cancel_of(cancel));
     start_checked(env, checked, move |req, settle| preview::spawn(cancel, move |c| f(&ws, &req, c), settle))
@@ -33,10 +32,6 @@ fn run<'env, R: Send + 'static>(
 
 fn max(m: Option<u32>) -> usize {
     m.map_or(MAX_WRITE_BYTES, |m| m as usize)
-}
-
-pub(crate) fn expected_of(expected: Option<Vec<PathHash>>) -> workcell_core::Result<Vec<(String, String)>> {
-    expected.unwrap_or_default().into_iter().map(|e| Ok((strict_string(e.path)?, e.hash))).collect()
 }
 
 #[napi]
@@ -77,7 +72,7 @@ impl NativeWorkspace {
             let edits = edits
                 .into_iter()
                 .map(|e| Ok(Edit { old_text: strict_string(e.old_text)?, new_text: strict_string(e.new_text)? }))
-                .collect::<workcell_core::Result<Vec<_>>>()?;
+                .collect::<workcell_core::api::Result<Vec<_>>>()?;
             EditRequest::new(&path, edits, max(max_bytes))
         })()
         .map(|r| r.with_expected_hash(expected_hash).with_guard(guard_of(guard)));
@@ -95,7 +90,7 @@ impl NativeWorkspace {
         cancel: Option<&CancelHandle>,
         guard: Option<&WriteGuard>,
     ) -> napi::Result<Object<'env>> {
-        let checked = crate::patch::patch_request(workcell_core::patch::root_of(&self.ws).as_deref(), patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
+        let checked = crate::patch::patch_request(workcell_core::api::patch::root_of(&self.ws).as_deref(), patch, expected_hashes, max_bytes).map(|r| r.with_guard(guard_of(guard)));
         run(env, self, cancel, checked, preview::preview_patch)
     }
 

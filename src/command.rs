@@ -6,14 +6,14 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::command::{self, CommandOptions, CommandOutput, CommandRequest};
+use workcell_core::api::command::{self, CommandOptions, CommandOutput, CommandRequest};
 
 use crate::convert::{strict_string, strict_strings, throw};
 use crate::outcome::{Json, Outcome};
 use crate::process_tool::{host_options, spawn_call};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
-fn request(argv: Vec<Utf16String>, cwd: Option<Utf16String>, timeout_ms: Option<f64>) -> workcell_core::Result<CommandRequest> {
+fn request(argv: Vec<Utf16String>, cwd: Option<Utf16String>, timeout_ms: Option<f64>) -> workcell_core::api::Result<CommandRequest> {
     Ok(CommandRequest { argv: strict_strings(argv)?, cwd: cwd.map(strict_string).transpose()?, timeout_ms })
 }
 

@@ -2,7 +2,7 @@
 
 use napi::bindgen_prelude::Utf16String;
 use napi_derive::napi;
-use workcell_core::Error;
+use workcell_core::api::Error;
 
 /// A recoverable tool error (or a cancellation, code `ABORTED`), as plain data.
 #[napi(object)]
@@ -38,11 +38,23 @@ pub fn throw(e: Error) -> napi::Error {
 
 /// A string from JS, refusing lone surrogates (which the UTF-8 conversion would silently
 /// turn into U+FFFD).
-pub fn strict_string(s: Utf16String) -> workcell_core::Result<String> {
-    workcell_core::path::from_utf16(&s)
+pub fn strict_string(s: Utf16String) -> workcell_core::api::Result<String> {
+    workcell_core::api::from_utf16(&s)
 }
 
 /// Strings from JS, each through [`strict_string`].
-pub fn strict_strings(v: Vec<Utf16String>) -> workcell_core::Result<Vec<String>> {
+pub fn strict_strings(v: Vec<Utf16String>) -> workcell_core::api::Result<Vec<String>> {
     v.into_iter().map(strict_string).collect()
+}
+
+/// One entry of `expectedHashes`.
+#[napi(object, object_to_js = false)]
+pub struct PathHash {
+    pub path: Utf16String,
+    pub hash: String,
+}
+
+/// The approved hashes of a writing call, by path.
+pub(crate) fn expected_of(expected: Option<Vec<PathHash>>) -> workcell_core::api::Result<Vec<(String, String)>> {
+    expected.unwrap_or_default().into_iter().map(|e| Ok((strict_string(e.path)?, e.hash))).collect()
 }

@@ -1,8 +1,8 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::edit::{self, Edit, EditRequest};
-use workcell_core::write::{self, MAX_WRITE_BYTES};
+use workcell_core::api::edit::{self, Edit, EditRequest};
+use workcell_core::api::write::{self, MAX_WRITE_BYTES};
 
 use crate::convert::{strict_string, throw};
 use crate::outcome::settled_by;
@@ -16,12 +16,12 @@ pub struct EditArg {
     pub new_text: Utf16String,
 }
 
-fn request(path: Utf16String, edits: Vec<EditArg>, max_bytes: Option<u32>) -> workcell_core::Result<EditRequest> {
+fn request(path: Utf16String, edits: Vec<EditArg>, max_bytes: Option<u32>) -> workcell_core::api::Result<EditRequest> {
     let path = strict_string(path)?;
     let edits = edits
         .into_iter()
         .map(|e| Ok(Edit { old_text: strict_string(e.old_text)?, new_text: strict_string(e.new_text)? }))
-        .collect::<workcell_core::Result<Vec<_>>>()?;
+        .collect::<workcell_core::api::Result<Vec<_>>>()?;
     EditRequest::new(&path, edits, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
 }
 

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use napi_derive::napi;
-use workcell_core::guard::Guard;
+use workcell_core::api::guard::Guard;
 
 /// A compiled write guard (protected globs, links refused), shared by a workspace's writing
 /// tools. The decisions are made in workcell-core.

@@ -1,8 +1,8 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::pool::Lane;
-use workcell_core::Workspace;
+use workcell_core::api::pool::Lane;
+use workcell_core::api::Workspace;
 
 use crate::convert::strict_string;
 use crate::outcome::on_pool;
@@ -16,9 +16,9 @@ use crate::workspace::{cancel_of, CancelHandle};
 pub fn hash_file<'env>(env: &'env Env, root: String, path: Utf16String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
     let (path, cancel) = (strict_string(path), cancel_of(cancel));
     on_pool(env, Lane::File, move || {
-        let rel = workcell_core::parse_path(&path?)?;
+        let rel = workcell_core::api::parse_path(&path?)?;
         cancel.check()?;
         let ws = Workspace::open(&root)?;
-        workcell_core::hash::hash_file(&ws, &rel, &cancel)
+        workcell_core::api::hash::hash_file(&ws, &rel, &cancel)
     })
 }

@@ -1,8 +1,8 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::list::ListOptions;
-use workcell_core::pool::Lane;
+use workcell_core::api::list::ListOptions;
+use workcell_core::api::pool::Lane;
 
 use crate::convert::strict_string;
 use crate::outcome::on_pool;
@@ -28,7 +28,7 @@ impl NativeWorkspace {
         on_pool(env, Lane::Walk, move || {
             let path = match path {
                 None => None,
-                Some(p) => workcell_core::walk::parse_start(&p?)?,
+                Some(p) => workcell_core::api::list::parse_start(&p?)?,
             };
             let defaults = ListOptions::default();
             let opts = ListOptions {
@@ -37,7 +37,7 @@ impl NativeWorkspace {
                 limit: limit.unwrap_or(defaults.limit),
                 gitignore: gitignore.unwrap_or(defaults.gitignore),
             };
-            workcell_core::list::list_files(&ws, &opts, &cancel)
+            workcell_core::api::list::list_files(&ws, &opts, &cancel)
         })
     }
 }

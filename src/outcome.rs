@@ -6,8 +6,8 @@
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::{sys, Env};
 use serde::Serialize;
-use workcell_core::pool::{self, Lane};
-use workcell_core::{Code, Error};
+use workcell_core::api::pool::{self, Lane};
+use workcell_core::api::{Code, Error};
 
 /// What a call resolves to.
 #[derive(Serialize)]
@@ -17,8 +17,8 @@ pub enum Outcome<T> {
     Error(Error),
 }
 
-impl<T> From<workcell_core::Result<T>> for Outcome<T> {
-    fn from(r: workcell_core::Result<T>) -> Self {
+impl<T> From<workcell_core::api::Result<T>> for Outcome<T> {
+    fn from(r: workcell_core::api::Result<T>) -> Self {
         match r {
             Ok(v) => Outcome::Ok(v),
             Err(e) => Outcome::Error(e),
@@ -40,20 +40,20 @@ impl<T: Serialize> ToNapiValue for Json<T> {
 /// settled through the shared queue (crate::settle), as `on_pool` is.
 pub fn settled_by<'env, T: Serialize + Send + 'static>(
     env: &'env Env,
-) -> napi::Result<(Object<'env>, impl FnOnce(workcell_core::Result<T>) + Send + 'static)> {
+) -> napi::Result<(Object<'env>, impl FnOnce(workcell_core::api::Result<T>) + Send + 'static)> {
     let (deferred, promise) = crate::settle::deferred::<Json<Outcome<T>>>(env)?;
-    Ok((promise, move |out: workcell_core::Result<T>| deferred.resolve(move |_env| Ok(Json(Outcome::from(out))))))
+    Ok((promise, move |out: workcell_core::api::Result<T>| deferred.resolve(move |_env| Ok(Json(Outcome::from(out))))))
 }
 
 /// How a call started by [`start_checked`] is settled.
-pub type Settle<T> = Box<dyn FnOnce(workcell_core::Result<T>) + Send + 'static>;
+pub type Settle<T> = Box<dyn FnOnce(workcell_core::api::Result<T>) + Send + 'static>;
 
 /// A call whose request was checked synchronously: a refused request settles the promise with
 /// its error at once; otherwise `start` runs now, within the runtime (so the queue places it
 /// takes are taken in call order), and hands `settle` to the core's task.
 pub fn start_checked<'env, R: Send + 'static, T: Serialize + Send + 'static>(
     env: &'env Env,
-    checked: workcell_core::Result<R>,
+    checked: workcell_core::api::Result<R>,
     start: impl FnOnce(R, Settle<T>) + Send + 'static,
 ) -> napi::Result<Object<'env>> {
     let (promise, settle) = settled_by::<T>(env)?;
@@ -72,7 +72,7 @@ pub fn start_checked<'env, R: Send + 'static, T: Serialize + Send + 'static>(
 pub fn on_pool<'env, T: Serialize + Send + 'static>(
     env: &'env Env,
     lane: Lane,
-    f: impl FnOnce() -> workcell_core::Result<T> + Send + 'static,
+    f: impl FnOnce() -> workcell_core::api::Result<T> + Send + 'static,
 ) -> napi::Result<Object<'env>> {
     // Settled through the shared queue (crate::settle): one loop wake-up for every call that
     // finished since the last, not a threadsafe function per call.

@@ -8,7 +8,7 @@ use crate::convert::{strict_string, throw};
 #[napi]
 pub fn normalize_path(path: Utf16String) -> napi::Result<String> {
     strict_string(path)
-        .and_then(|p| workcell_core::parse_path(&p))
+        .and_then(|p| workcell_core::api::parse_path(&p))
         .map(|p| p.as_str().to_string())
         .map_err(throw)
 }

@@ -3,7 +3,7 @@
 
 use napi::bindgen_prelude::Utf16String;
 use napi_derive::napi;
-use workcell_core::policy::{self, Policy};
+use workcell_core::api::policy::{self, Policy};
 
 use crate::convert::{strict_string, NativeError};
 
@@ -39,7 +39,7 @@ pub fn check_command(argv: Vec<Utf16String>, policy: Option<NativeCommandPolicy>
     let checked = argv
         .into_iter()
         .map(strict_string)
-        .collect::<workcell_core::Result<Vec<String>>>()
+        .collect::<workcell_core::api::Result<Vec<String>>>()
         .and_then(|argv| policy::check_command(&argv, &policy_of(policy)));
     match checked {
         Ok(()) => CommandCheckResult { allowed: true, error: None },

@@ -6,11 +6,18 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::Env;
-use workcell_core::policy::Policy;
-use workcell_core::process::Reaper;
+use napi_derive::napi;
+use workcell_core::api::policy::Policy;
+use workcell_core::api::process::Reaper;
 
 use crate::outcome::{Json, Outcome};
-use crate::process::EnvVar;
+
+/// One environment variable for the child.
+#[napi(object)]
+pub struct EnvVar {
+    pub name: String,
+    pub value: String,
+}
 
 /// An error for the host (a thrown `Error` whose message starts with `workcell: `).
 pub(crate) fn host_error(message: impl std::fmt::Display) -> napi::Error {
@@ -20,12 +27,12 @@ pub(crate) fn host_error(message: impl std::fmt::Display) -> napi::Error {
 /// The host's options of a process tool: the core's options struct from its JSON form,
 /// checked with its `validate`; a host error when unusable.
 pub(crate) fn host_options<T: serde::de::DeserializeOwned>(value: serde_json::Value, validate: impl FnOnce(&T) -> Result<(), String>) -> napi::Result<T> {
-    workcell_core::json::from_json(value, validate).map_err(host_error)
+    workcell_core::api::process::from_json(value, validate).map_err(host_error)
 }
 
 /// A call's outcome as the `{ ok } | { error }` value.
-impl<T> From<workcell_core::Result<T>> for Json<Outcome<T>> {
-    fn from(r: workcell_core::Result<T>) -> Self {
+impl<T> From<workcell_core::api::Result<T>> for Json<Outcome<T>> {
+    fn from(r: workcell_core::api::Result<T>) -> Self {
         Json(Outcome::from(r))
     }
 }
@@ -63,12 +70,12 @@ pub(crate) fn set_ms(target: &mut Duration, ms: Option<u32>) {
 /// error.
 pub(crate) fn spawn_call<'env, Req, Out, R, Fut>(
     env: &'env Env,
-    req: workcell_core::Result<Req>,
+    req: workcell_core::api::Result<Req>,
     run: impl FnOnce(Req) -> Fut,
 ) -> napi::Result<PromiseRaw<'env, R>>
 where
-    Fut: Future<Output = workcell_core::Result<Out>> + Send + 'static,
-    R: From<workcell_core::Result<Out>> + ToNapiValue + Send + 'static,
+    Fut: Future<Output = workcell_core::api::Result<Out>> + Send + 'static,
+    R: From<workcell_core::api::Result<Out>> + ToNapiValue + Send + 'static,
 {
     let call = req.map(run);
     env.spawn_future(async move {

@@ -1,7 +1,7 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::pool::Lane;
+use workcell_core::api::pool::Lane;
 
 use crate::convert::strict_string;
 use crate::outcome::on_pool;
@@ -17,8 +17,8 @@ impl NativeWorkspace {
     pub fn read_file<'env>(&self, env: &'env Env, path: Utf16String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (ws, path, cancel) = (self.ws.clone(), strict_string(path), cancel_of(cancel));
         on_pool(env, Lane::File, move || {
-            let rel = workcell_core::parse_path(&path?)?;
-            workcell_core::read::read_file_or_image(&ws, &rel, &cancel)
+            let rel = workcell_core::api::parse_path(&path?)?;
+            workcell_core::api::read::read_file_or_image(&ws, &rel, &cancel)
         })
     }
 
@@ -38,8 +38,8 @@ impl NativeWorkspace {
         on_pool(env, Lane::File, move || {
             // Out-of-range numbers (negative, zero, too large) are refused by the core.
             let n = |v: Option<i64>| v.map(|v| u64::try_from(v).unwrap_or(0));
-            let rel = workcell_core::parse_path(&path?)?;
-            workcell_core::page::read_window(&ws, &rel, n(offset), n(limit), &cancel)
+            let rel = workcell_core::api::parse_path(&path?)?;
+            workcell_core::api::read::read_window(&ws, &rel, n(offset), n(limit), &cancel)
         })
     }
 }

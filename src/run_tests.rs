@@ -6,14 +6,14 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::testrun::{self, TestsOptions, TestsOutput, TestsRequest};
+use workcell_core::api::testrun::{self, TestsOptions, TestsOutput, TestsRequest};
 
 use crate::convert::{strict_string, strict_strings, throw};
 use crate::outcome::{Json, Outcome};
 use crate::process_tool::{host_options, spawn_call};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
-fn request(runner: Utf16String, args: Vec<Utf16String>, timeout_ms: Option<f64>) -> workcell_core::Result<TestsRequest> {
+fn request(runner: Utf16String, args: Vec<Utf16String>, timeout_ms: Option<f64>) -> workcell_core::api::Result<TestsRequest> {
     Ok(TestsRequest { runner: strict_string(runner)?, args: strict_strings(args)?, timeout_ms })
 }
 

@@ -2,7 +2,7 @@
 //! and the report themselves are the core's, passed through by serde).
 
 use napi_derive::napi;
-use workcell_core::sandbox::{self, Features, Limits, SandboxOptions};
+use workcell_core::api::sandbox::{self, Features, Limits, SandboxOptions};
 
 /// Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
 /// only take away from what the probe found.
@@ -51,7 +51,7 @@ pub fn sandbox_limits(limits: Option<SandboxLimits>) -> napi::Result<SandboxLimi
 /// first bad one. Returns what each entry allows (presets expanded).
 #[napi]
 pub fn sandbox_network_allow(entries: Vec<String>) -> napi::Result<Vec<String>> {
-    let allow = workcell_core::proxy::Allowlist::parse(&entries).map_err(crate::process_tool::host_error)?;
+    let allow = workcell_core::api::sandbox::Allowlist::parse(&entries).map_err(crate::process_tool::host_error)?;
     Ok(allow.entries().iter().map(|e| e.text.clone()).collect())
 }
 

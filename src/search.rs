@@ -1,8 +1,8 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::pool::Lane;
-use workcell_core::search::SearchOptions;
+use workcell_core::api::pool::Lane;
+use workcell_core::api::search::SearchOptions;
 
 use crate::convert::strict_string;
 use crate::outcome::on_pool;
@@ -38,7 +38,7 @@ impl NativeWorkspace {
         on_pool(env, Lane::Walk, move || {
             let mut opts = SearchOptions::new(pattern?);
             if let Some(p) = path {
-                opts.path = workcell_core::walk::parse_start(&p?)?;
+                opts.path = workcell_core::api::search::parse_start(&p?)?;
             }
             if let Some(g) = glob {
                 opts.glob = Some(g?);
@@ -47,7 +47,7 @@ impl NativeWorkspace {
             opts.literal = args.literal.unwrap_or(false);
             opts.limit = args.limit.unwrap_or(opts.limit);
             opts.gitignore = args.gitignore.unwrap_or(true);
-            workcell_core::search::search_files(&ws, &opts, &cancel)
+            workcell_core::api::search::search_files(&ws, &opts, &cancel)
         })
     }
 }
@@ -59,10 +59,10 @@ pub fn check_search_pattern(
     ignore_case: Option<bool>,
     literal: Option<bool>,
 ) -> napi::Result<()> {
-    let run = || -> workcell_core::Result<()> {
+    let run = || -> workcell_core::api::Result<()> {
         let pattern = strict_string(pattern)?;
         let glob = glob.map(strict_string).transpose()?;
-        workcell_core::search::check_arguments(&pattern, glob.as_deref(), ignore_case.unwrap_or(false), literal.unwrap_or(false))
+        workcell_core::api::search::check_arguments(&pattern, glob.as_deref(), ignore_case.unwrap_or(false), literal.unwrap_or(false))
     };
     run().map_err(crate::convert::throw)
 }

@@ -9,15 +9,14 @@ use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
 use napi_derive::napi;
 use serde::Serialize;
-use workcell_core::sandbox::GrantRequest;
-use workcell_core::session::table::ProcessList;
-use workcell_core::session::{ProcessTable, ReadRequest, SessionOptions, StartRequest};
-use workcell_core::{Error, Reason};
+use workcell_core::api::sandbox::GrantRequest;
+use workcell_core::api::session::ProcessList;
+use workcell_core::api::session::{ProcessTable, ReadRequest, SessionOptions, StartRequest};
+use workcell_core::api::{Error, Reason};
 
 use crate::convert::{strict_string, throw};
 use crate::outcome::{Json, Outcome};
-use crate::process::EnvVar;
-use crate::process_tool::{env_of, host_error, policy_of, reaper_of, set_ms};
+use crate::process_tool::{env_of, EnvVar, host_error, policy_of, reaper_of, set_ms};
 use crate::sandbox::SandboxFeatureLimit;
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
@@ -52,11 +51,11 @@ pub struct ProcessToolsOptions {
 /// a request refused by the conversion included): never rejects for a tool error.
 fn spawn_json<'env, Req, T, Fut>(
     env: &'env Env,
-    req: workcell_core::Result<Req>,
+    req: workcell_core::api::Result<Req>,
     run: impl FnOnce(Req) -> Fut,
 ) -> napi::Result<PromiseRaw<'env, Json<Outcome<T>>>>
 where
-    Fut: Future<Output = workcell_core::Result<T>> + Send + 'static,
+    Fut: Future<Output = workcell_core::api::Result<T>> + Send + 'static,
     T: Serialize + Send + 'static,
 {
     let call = req.map(run);
@@ -92,7 +91,7 @@ fn options(o: ProcessToolsOptions) -> napi::Result<SessionOptions> {
     Ok(opts)
 }
 
-fn strings(v: Vec<Utf16String>) -> workcell_core::Result<Vec<String>> {
+fn strings(v: Vec<Utf16String>) -> workcell_core::api::Result<Vec<String>> {
     v.into_iter().map(strict_string).collect()
 }
 
@@ -108,7 +107,7 @@ fn start_request(
     ports: Option<Vec<f64>>,
     watch: Option<Vec<Utf16String>>,
     grants: Option<serde_json::Value>,
-) -> workcell_core::Result<StartRequest> {
+) -> workcell_core::api::Result<StartRequest> {
     let grants = match grants {
         None | Some(serde_json::Value::Null) => GrantRequest::default(),
         Some(v) => serde_json::from_value(v).map_err(|e| {
@@ -143,7 +142,7 @@ impl NativeProcessTable {
     pub fn new(workspace: &NativeWorkspace, options: ProcessToolsOptions) -> napi::Result<Self> {
         let opts = self::options(options)?;
         let table = ProcessTable::new(Arc::clone(&workspace.ws), opts).map_err(host_error)?;
-        let group = workcell_core::sandbox::ports::register(table.ports());
+        let group = workcell_core::api::sandbox::ports::register(table.ports());
         Ok(NativeProcessTable { table: Arc::new(table), group })
     }
 
@@ -169,7 +168,7 @@ impl NativeProcessTable {
         #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\"; handles?: number[] } | undefined | null")] grants: Option<serde_json::Value>,
     ) -> napi::Result<()> {
         start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch, grants)
-            .and_then(|r| workcell_core::session::check_start(&r, self.table.options()))
+            .and_then(|r| workcell_core::api::session::check_start(&r, self.table.options()))
             .map(|_| ())
             .map_err(throw)
     }
@@ -190,7 +189,7 @@ impl NativeProcessTable {
         watch: Option<Vec<Utf16String>>,
         cancel: Option<&CancelHandle>,
         #[napi(ts_arg_type = "{ writePaths?: string[]; readPaths?: string[]; network?: boolean; sandbox?: \"off\"; handles?: number[] } | undefined | null")] grants: Option<serde_json::Value>,
-    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::session::table::ProcessOutput>>>> {
+    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::api::session::ProcessOutput>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
         spawn_json(env, start_request(argv, cwd, tty, timeout_ms, wait_for, wait_ms, ports, watch, grants), move |req| async move {
             t.start(&req, &cancel).await
@@ -206,7 +205,7 @@ impl NativeProcessTable {
         wait_for: Option<Utf16String>,
         wait_ms: Option<f64>,
         cancel: Option<&CancelHandle>,
-    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::session::table::ProcessOutput>>>> {
+    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::api::session::ProcessOutput>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
         let req = wait_for.map(strict_string).transpose().map(|wait_for| ReadRequest { id, cursor, wait_for, wait_ms });
         spawn_json(env, req, move |req| async move { t.read(&req, &cancel).await })
@@ -235,7 +234,7 @@ impl NativeProcessTable {
         id: String,
         signal: Option<String>,
         cancel: Option<&CancelHandle>,
-    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::session::table::ProcessOutput>>>> {
+    ) -> napi::Result<PromiseRaw<'env, Json<Outcome<workcell_core::api::session::ProcessOutput>>>> {
         let (t, cancel) = (Arc::clone(&self.table), cancel_of(cancel));
         spawn_json(env, Ok(()), move |()| async move { t.stop(&id, signal.as_deref(), &cancel).await })
     }

@@ -107,7 +107,7 @@ fn local_queue(env: sys::napi_env) -> napi::Result<(Arc<Queue>, sys::napi_thread
             }
         }
         let queue = Arc::new(Queue { jobs: Mutex::new(Waiting::default()), tsfn: RwLock::new(0) });
-        workcell_core::pool::set_idle_hook(wake_owed);
+        workcell_core::api::pool::set_idle_hook(wake_owed);
         // The function's context holds one reference for good (one small queue per JavaScript
         // thread that ever used the addon), so `drain` and `teardown` never see a freed queue.
         let context = Arc::into_raw(queue.clone()) as *mut c_void;
@@ -197,7 +197,7 @@ thread_local! {
 /// be quick as the one that left it was: a job that has run 200 µs leaves nothing), and is not
 /// left again once it has waited 50 µs.
 fn push(queue: &Arc<Queue>, job: Settle) {
-    let later = workcell_core::pool::more_work_soon();
+    let later = workcell_core::api::pool::more_work_soon();
     let wake = {
         let mut waiting = queue.jobs.lock().unwrap_or_else(|e| e.into_inner());
         waiting.jobs.push(job);

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use napi_derive::napi;
-use workcell_core::{Cancel, Workspace};
+use workcell_core::api::{Cancel, Workspace};
 
 use crate::convert::throw;
 

@@ -1,14 +1,14 @@
 use napi::bindgen_prelude::{Object, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::write::{self, WriteRequest, MAX_WRITE_BYTES};
+use workcell_core::api::write::{self, WriteRequest, MAX_WRITE_BYTES};
 
 use crate::convert::throw;
 use crate::outcome::settled_by;
 use crate::guard::{guard_of, WriteGuard};
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 
-fn request(path: &Utf16String, content: &Utf16String, max_bytes: Option<u32>) -> workcell_core::Result<WriteRequest> {
+fn request(path: &Utf16String, content: &Utf16String, max_bytes: Option<u32>) -> workcell_core::api::Result<WriteRequest> {
     WriteRequest::from_utf16(path, content, max_bytes.map_or(MAX_WRITE_BYTES, |m| m as usize))
 }
 

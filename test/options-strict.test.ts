@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import * as workcell from "../dist/index.js";
 import { OPTION_SPECS, type OptionKind, type OptionSpec } from "../dist/options.js";
 import { AI_SDK_TOOLS_OPTIONS, toAISDKTools } from "../dist/adapters/ai.js";
-import { MCP_HTTP_OPTIONS, MCP_SERVER_OPTIONS, MCP_STDIO_OPTIONS, McpStdioTransport, createMcpHttpServer, createMcpServer } from "../dist/adapters/mcp.js";
+import { MCP_HTTP_OPTIONS, MCP_SERVER_OPTIONS, MCP_STDIO_OPTIONS, McpStdioTransport, createMcpHttpServer, createMcpServer } from "../dist/adapters/mcp-entry.js";
 import { OPENAI_TOOLS_OPTIONS } from "../dist/adapters/providers.js";
 import { parseMcpArgs } from "../dist/cli.js";
 import { tempWorkspace } from "./helpers.js";

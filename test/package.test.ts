@@ -37,7 +37,7 @@ describe("package entry points", () => {
   test("the subpaths pull in only their own SDK", () => {
     const external = (entry: string) => [...reachableSpecifiers(join(ROOT, entry))].filter((s) => !isBuiltin(s));
     expect(external("dist/adapters/ai.js")).toEqual(["ai"]);
-    expect(external("dist/adapters/mcp.js").every((s) => s.startsWith("@modelcontextprotocol/sdk/"))).toBe(true);
+    expect(external("dist/adapters/mcp-entry.js").every((s) => s.startsWith("@modelcontextprotocol/sdk/"))).toBe(true);
     expect(external("dist/adapters/pi.js")).toEqual([]);
   });
 

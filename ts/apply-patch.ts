@@ -5,7 +5,8 @@ import { ArgumentsReason, invalidArguments } from "./errors.js";
 import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
+import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, toPreview, type WriteSpec } from "./approval.js";
 
 export interface ApplyPatchInput {

@@ -254,9 +254,9 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
 }
 
 /** Imports workcell/mcp, or says that the MCP SDK is missing (undefined). */
-async function loadAdapter(): Promise<typeof import("./adapters/mcp.js") | undefined> {
+async function loadAdapter(): Promise<typeof import("./adapters/mcp-entry.js") | undefined> {
   try {
-    return await import("./adapters/mcp.js");
+    return await import("./adapters/mcp-entry.js");
   } catch (err) {
     if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@modelcontextprotocol/sdk")) {
       process.stderr.write(

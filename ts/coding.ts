@@ -4,7 +4,7 @@ import { LIST_OPTIONS, createListTool, type ListToolOptions } from "./list.js";
 import { SEARCH_OPTIONS, createSearchTool, type SearchToolOptions } from "./search.js";
 import { RUN_COMMAND_OPTIONS, createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
 import { RUN_TESTS_OPTIONS, createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
-import { PROCESS_TOOLS_OPTIONS, createProcessTools, portGroupOf, type ProcessToolsOptions } from "./process-tools.js";
+import { PROCESS_TOOLS_OPTIONS, createProcessTools, portGroupOf, type ProcessToolsOptions } from "./session.js";
 import type { AnyTool } from "./tool.js";
 import { WRITE_OPTIONS, createWriteTool, type WriteToolOptions } from "./write.js";
 import { EDIT_OPTIONS, createEditTool, type EditToolOptions } from "./edit.js";
@@ -19,7 +19,8 @@ import {
   createMoveFileTool,
   type FileOpsToolOptions,
 } from "./file-ops.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
+import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
 import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 

@@ -17,7 +17,7 @@ export type { NetworkAllow, NetworkCounts } from "./sandbox.js";
 export type { SandboxLimitOptions, SandboxLimitReport, SandboxLimitsReport } from "./sandbox.js";
 // The coding set and the factories it lists, with their types (ts/coding.ts re-exports them).
 export * from "./coding.js";
-export { createProcessTools } from "./process-tools.js";
+export { createProcessTools } from "./session.js";
 export type {
   ProcessToolsOptions,
   ProcessOutput,
@@ -27,7 +27,7 @@ export type {
   ReadProcessInput,
   WriteProcessInput,
   StopProcessInput,
-} from "./process-tools.js";
+} from "./session.js";
 export { sandboxDenials, withGrants } from "./approval.js";
 export type { ApprovalOptions, ApprovalRequest, ApprovalAnswer, Approve, ApprovalFor, ApprovalRule, AuditEvent, FileDiff as ApprovalFileDiff, Grants, RunGrants } from "./approval.js";
 export type { ProcessToolDefaults } from "./coding.js";
@@ -55,4 +55,4 @@ export type {
   OpenAIResponsesFunctionCall,
   AnthropicToolUse,
 } from "./adapters/providers.js";
-export type { CommonToolOptions, DescriptionStyle } from "./options.js";
+export type { CommonToolOptions, DescriptionStyle } from "./common-options.js";

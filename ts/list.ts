@@ -4,7 +4,8 @@ import { LIST_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
+import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 
 export interface ListInput {
   /** The directory to list; the workspace root when absent. */

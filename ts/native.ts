@@ -174,22 +174,6 @@ function startWith<R>(signal: AbortSignal | undefined, run: (cancel: CancelHandl
 }
 
 /**
- * Runs a native call with a cancellation handle wired to `signal`. A signal that is already
- * aborted rejects before the call starts. A result carrying `error` rejects with the matching
- * ToolError or AbortError; otherwise the result is returned.
- */
-export function callNative<R extends { error?: NativeError | null }>(
-  signal: AbortSignal | undefined,
-  run: (cancel: CancelHandle | undefined) => Promise<R>,
-): Promise<R> {
-  if (signal?.aborted) return Promise.reject(abortError(signal));
-  return startWith(signal, run).then((result) => {
-    if (result.error) throw fromNative(result.error, signal);
-    return result;
-  });
-}
-
-/**
  * Runs a native call whose result the core passes through (`{ ok } | { error }`), with a
  * cancellation handle wired to `signal`: resolves to `ok`, rejects with the ToolError or
  * AbortError of `error`. A signal that is already aborted rejects before the call starts.

@@ -3,7 +3,6 @@
 // A host's misconfiguration is a TypeError at creation that names the option's full path:
 // an unknown key (with the nearest valid one), a value of the wrong type or out of range.
 // Adding an option is one entry in its factory's spec (see docs/adding-a-tool.md).
-import type { ApprovalFor, ApprovalOptions } from "./approval.js";
 
 /** What an option accepts. */
 export type OptionKind =
@@ -58,34 +57,6 @@ export const option = {
   record: (values: OptionKind, doc: string): OptionRule => ({ kind: { type: "record", values }, doc }),
   oneOf: (kinds: readonly OptionKind[], doc: string): OptionRule => ({ kind: { type: "oneOf", kinds }, doc }),
 } as const;
-
-/** `descriptions`: which description a tool gives the model. */
-export type DescriptionStyle = "compact" | "full";
-
-/** The options every tool factory takes (the approval options of ts/approval.ts included). */
-export interface CommonToolOptions extends ApprovalOptions {
-  /**
-   * `"compact"` (default): what a model needs to call the tool right; the limits and rules it
-   * meets are in the hints of the errors it gets. `"full"`: every rule, limit and output field.
-   */
-  descriptions?: DescriptionStyle;
-}
-
-/** The spec entries of {@link CommonToolOptions}, spread into every factory's spec. */
-export const COMMON_TOOL_OPTIONS = {
-  descriptions: option.enum(["compact", "full"], "compact (default) or full tool descriptions"),
-  approve: option.function("asks the person: (request, { signal }) => boolean | { allow, reason?, remember? }"),
-  approvalFor: option.object(
-    {
-      write: option.enum(["allow", "ask"], "whether writing calls ask"),
-      process: option.enum(["allow", "ask"], "whether process calls ask"),
-      grant: option.enum(["deny", "ask"], "whether calls with grants ask or are refused"),
-    } satisfies OptionSpecOf<ApprovalFor>,
-    "which calls ask",
-  ),
-  rules: option.array("rules checked before asking; the first match decides"),
-  onAudit: option.function("called after every call with an event (never the content)"),
-} as const satisfies OptionSpecOf<CommonToolOptions>;
 
 /** Levenshtein distance, for the nearest valid key. */
 function distance(a: string, b: string): number {

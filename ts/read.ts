@@ -3,7 +3,8 @@ import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty, validatePath } from "./paths.js";
 import { READ_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
+import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 
 export interface ReadInput {

@@ -8,7 +8,8 @@ import { SANDBOX_OPTIONS, listenPorts, describeSandbox, describeSandboxCompact, 
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
+import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export interface RunCommandInput {

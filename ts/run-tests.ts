@@ -9,7 +9,8 @@ import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describ
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
+import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export type TestRunner = "vitest" | "node" | "go" | "cargo";

@@ -5,7 +5,8 @@ import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { pathProperty } from "./paths.js";
 import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
+import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 
 export interface SearchInput {
   /** A regular expression (Rust regex syntax), or plain text with `literal: true`. */

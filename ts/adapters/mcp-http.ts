@@ -11,11 +11,35 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { isInitializeRequest, type Implementation, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { createCodingTools, type CodingToolsOptions } from "../coding.js";
-import { checkOptions } from "../options.js";
+import { OPTION_SPECS, checkOptions, option } from "../options.js";
 import type { AnyTool } from "../tool.js";
-// MCP_HTTP_OPTIONS is defined in mcp.ts beside MCP_SERVER_OPTIONS (mcp.ts re-exports this
-// module, so a constant read from it here at load time would not be initialized yet).
-import { MCP_HTTP_OPTIONS, createMcpServer, pendingCalls } from "./mcp.js";
+import { MCP_SERVER_OPTIONS, createMcpServer, pendingCalls } from "./mcp.js";
+
+/** The options of `createMcpHttpServer` (see ts/options.ts). */
+export const MCP_HTTP_OPTIONS = {
+  instructions: MCP_SERVER_OPTIONS.instructions,
+  annotations: MCP_SERVER_OPTIONS.annotations,
+  token: option.string("the bearer token clients must send", true),
+  host: option.string("the address to bind", true),
+  port: option.integer(0, 65535, "the port to bind (0: any free port)"),
+  public: option.boolean("allow a non-loopback bind"),
+  allowOrigins: option.strings("the Origin values allowed"),
+  idleTimeoutMs: option.integer(1, Number.MAX_SAFE_INTEGER, "how long an idle session is kept"),
+  maxSessions: option.integer(1, Number.MAX_SAFE_INTEGER, "the most sessions open at once"),
+  maxBodyBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the largest request body"),
+  tools: { kind: { type: "object", spec: OPTION_SPECS.createCodingTools! }, doc: "the options of each session's createCodingTools" },
+  createTools: option.function("makes each session's tools"),
+  info: option.object(
+    {
+      name: option.string("the server's name"),
+      version: option.string("its version"),
+      title: option.string("a title for people"),
+      websiteUrl: option.string("a web page"),
+    },
+    "the server's name and version",
+  ),
+  onLog: option.function("called with a line per session opened or closed"),
+} as const;
 
 /** Default of `idleTimeoutMs`: a session with no request and no running call for 15 minutes is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 900_000;

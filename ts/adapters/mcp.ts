@@ -156,32 +156,6 @@ export const MCP_SERVER_OPTIONS = {
   maxRunningTasks: option.integer(1, Number.MAX_SAFE_INTEGER, "the most tasks running at once"),
 } as const satisfies OptionSpecOf<McpServerOptions>;
 
-/** The options of `createMcpHttpServer` (see ts/options.ts). */
-export const MCP_HTTP_OPTIONS = {
-  instructions: MCP_SERVER_OPTIONS.instructions,
-  annotations: MCP_SERVER_OPTIONS.annotations,
-  token: option.string("the bearer token clients must send", true),
-  host: option.string("the address to bind", true),
-  port: option.integer(0, 65535, "the port to bind (0: any free port)"),
-  public: option.boolean("allow a non-loopback bind"),
-  allowOrigins: option.strings("the Origin values allowed"),
-  idleTimeoutMs: option.integer(1, Number.MAX_SAFE_INTEGER, "how long an idle session is kept"),
-  maxSessions: option.integer(1, Number.MAX_SAFE_INTEGER, "the most sessions open at once"),
-  maxBodyBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the largest request body"),
-  tools: { kind: { type: "object", spec: OPTION_SPECS.createCodingTools! }, doc: "the options of each session's createCodingTools" },
-  createTools: option.function("makes each session's tools"),
-  info: option.object(
-    {
-      name: option.string("the server's name"),
-      version: option.string("its version"),
-      title: option.string("a title for people"),
-      websiteUrl: option.string("a web page"),
-    },
-    "the server's name and version",
-  ),
-  onLog: option.function("called with a line per session opened or closed"),
-} as const;
-
 /** The options of `McpStdioTransport` (see ts/options.ts). */
 export const MCP_STDIO_OPTIONS = {
   maxLineBytes: option.integer(1, Number.MAX_SAFE_INTEGER, "the longest line read"),
@@ -649,6 +623,3 @@ export class McpStdioTransport implements Transport {
     });
   }
 }
-
-export { createMcpHttpServer, isLoopbackHost, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_BODY_BYTES, MIN_TOKEN_LENGTH, MCP_PATH, MAX_PRE_AUTH_PER_PEER, PRE_AUTH_GRACE_MS, PRE_AUTH_TIMEOUT_MS } from "./mcp-http.js";
-export type { McpHttpServer, McpHttpServerOptions } from "./mcp-http.js";

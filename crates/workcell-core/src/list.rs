@@ -12,12 +12,13 @@
 
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::cancel::Cancel;
 use crate::error::{Error, Reason, Result};
 use crate::path::RelPath;
 use crate::root::Workspace;
-use crate::walk::{self, DirHandle, IgnoreFiles, IgnoreStack, Kind, Start};
+use crate::walk::{self, DirHandle, Entry, Held, Kind, Order, Start, Step, Visit, Walker};
 
 pub const DEFAULT_DEPTH: u32 = 2;
 pub const MAX_DEPTH: u32 = 10;
@@ -146,11 +147,12 @@ pub struct ListStats {
     pub ignore_bytes_parsed: usize,
 }
 
-struct Walker<'a> {
+/// What `list_files` keeps during the walk ([`walk::Walker`], entries first: a directory's
+/// entries are all looked at before any of its subdirectories is entered, so the budget never
+/// starves a shallow level for a deep one).
+struct Lister<'a> {
     opts: &'a ListOptions,
     cancel: &'a Cancel,
-    ignores: IgnoreStack,
-    ignore_files: IgnoreFiles,
     nodes: Vec<Node>,
     /// The best candidates so far (a max-heap: the worst on top), at most `limit` of them and
     /// only as many as can still be shown within the byte cap.
@@ -164,44 +166,22 @@ struct Walker<'a> {
     /// Entries deeper than `depth` counted.
     counted: usize,
     seq: u64,
-    /// Bytes of names held: nodes, pending subdirectories, candidates.
-    held: usize,
-    peak_held: usize,
     /// The visit budget ran out: the walk stopped.
     stopped: bool,
-    /// The held-names budget ran out: the walk stopped.
-    names_cut: bool,
     /// The count budget ran out: deeper entries are no longer counted.
     count_stopped: bool,
     beyond_depth: u64,
-    unreadable: Vec<String>,
-    crowded: Vec<String>,
-    too_deep: u64,
 }
 
-impl Walker<'_> {
-    fn hold(&mut self, n: usize) -> bool {
-        if self.held + n > walk::MAX_WALK_HELD_BYTES {
-            self.names_cut = true;
-            return false;
-        }
-        self.held += n;
-        self.peak_held = self.peak_held.max(self.held);
-        true
-    }
-
-    fn release(&mut self, n: usize) {
-        self.held -= n;
-    }
-
+impl Lister<'_> {
     fn candidate_bytes(c: &Candidate) -> usize {
         c.name.len() + c.link.as_ref().map_or(0, |l| l.len()) + std::mem::size_of::<Candidate>()
     }
 
-    fn offer(&mut self, c: Candidate) {
+    fn offer(&mut self, held: &mut Held, c: Candidate) {
         self.offered += 1;
         let size = Self::candidate_bytes(&c);
-        if !self.hold(size) {
+        if !held.hold(size) {
             return;
         }
         self.best_cost += c.cost;
@@ -212,126 +192,8 @@ impl Walker<'_> {
         while self.best.len() > self.opts.limit as usize || self.best_cost > MAX_LIST_OUTPUT_BYTES {
             let dropped = self.best.pop().expect("not empty");
             self.best_cost -= dropped.cost;
-            let size = Self::candidate_bytes(&dropped);
-            self.release(size);
+            held.release(Self::candidate_bytes(&dropped));
         }
-    }
-
-    fn unreadable(&mut self, rel: &Path, err: &std::io::Error) {
-        if self.unreadable.len() < 5 {
-            let errno = crate::error::errno_name(err.raw_os_error().unwrap_or(libc::EIO));
-            self.unreadable.push(format!("{} ({errno})", walk::display(rel)));
-        }
-    }
-
-    /// Walks `dir` (at workspace-relative `rel`, node `node` when its entries are within
-    /// `depth`), whose entries are at `depth`. A directory's own entries are all looked at
-    /// before any of its subdirectories is entered, so the budget never starves a shallow level
-    /// for a deep one.
-    fn walk(&mut self, dir: &DirHandle, rel: &Path, node: Option<u32>, depth: usize) -> Result<()> {
-        self.cancel.check()?;
-        let (entries, cut) = match dir.entries() {
-            Ok(e) => e,
-            Err(e) => {
-                self.unreadable(rel, &e);
-                return Ok(());
-            }
-        };
-        if cut && self.crowded.len() < 5 {
-            self.crowded.push(walk::display(rel));
-        }
-        let layers = self.ignores.len();
-        if self.opts.gitignore {
-            if let Some(gi) = self.ignore_files.read(dir, rel) {
-                self.ignores.push(rel.to_path_buf(), gi);
-            }
-        }
-        let within = depth <= self.opts.depth as usize;
-        // Subdirectories to enter: their names and, within depth, their visit numbers.
-        let mut subdirs: Vec<(std::ffi::OsString, u64, Box<str>)> = Vec::new();
-        let mut subdir_bytes = 0usize;
-        for entry in entries {
-            if self.names_cut {
-                break;
-            }
-            let child = walk::join(rel, &entry.name);
-            let is_dir = entry.kind == Kind::Dir;
-            if self.opts.gitignore && (walk::is_git_dir(&entry.name) || self.ignores.is_ignored(&child, is_dir)) {
-                continue;
-            }
-            let seq = self.seq;
-            self.seq += 1;
-            let mut shown_name: Box<str> = Box::from("");
-            if within {
-                if self.visited >= MAX_VISITED {
-                    self.stopped = true;
-                    break;
-                }
-                self.visited += 1;
-                let link: Option<Box<str>> = if entry.kind == Kind::Symlink {
-                    dir.read_link(&entry.name).ok().map(|t| walk::shown(&t).into_boxed_str())
-                } else {
-                    None
-                };
-                shown_name = walk::shown(&entry.name).into_boxed_str();
-                let parent = node.expect("entries within depth have a node");
-                let path_len = self.nodes[parent as usize].len
-                    + usize::from(self.nodes[parent as usize].len > 0)
-                    + shown_name.len();
-                let cost = path_len + suffix_len(entry.kind, link.as_deref()) + 1;
-                self.offer(Candidate { depth, seq, parent, name: shown_name.clone(), kind: entry.kind, link, cost });
-            } else {
-                if self.counted >= MAX_COUNTED {
-                    self.count_stopped = true;
-                    break;
-                }
-                self.counted += 1;
-                self.beyond_depth += 1;
-            }
-            if is_dir {
-                let size =
-                    entry.name.len() + shown_name.len() + std::mem::size_of::<(std::ffi::OsString, u64, Box<str>)>();
-                if !self.hold(size) {
-                    break;
-                }
-                subdir_bytes += size;
-                subdirs.push((entry.name, seq, shown_name));
-            }
-        }
-        for (name, seq, shown_name) in subdirs {
-            if self.stopped || self.names_cut || (depth >= self.opts.depth as usize && self.count_stopped) {
-                break;
-            }
-            if depth >= walk::MAX_WALK_DEPTH {
-                self.too_deep += 1;
-                continue;
-            }
-            let child = walk::join(rel, &name);
-            match dir.open_dir(&name) {
-                Ok(sub) => {
-                    // A node only where the subdirectory's entries are candidates.
-                    let sub_node = if depth < self.opts.depth as usize {
-                        let parent = node.expect("within depth");
-                        let plen = self.nodes[parent as usize].len;
-                        let len = plen + usize::from(plen > 0) + shown_name.len();
-                        if !self.hold(shown_name.len() + std::mem::size_of::<Node>()) {
-                            break;
-                        }
-                        self.nodes.push(Node { parent: Some(parent), name: shown_name, len, seq });
-                        Some((self.nodes.len() - 1) as u32)
-                    } else {
-                        None
-                    };
-                    self.walk(&sub, &child, sub_node, depth + 1)?
-                }
-                // Removed, or swapped for a symlink, since readdir: not entered.
-                Err(e) if walk::is_swapped(&e) => {}
-                Err(e) => self.unreadable(&child, &e),
-            }
-        }
-        self.release(subdir_bytes);
-        self.ignores.truncate(layers);
-        Ok(())
     }
 
     /// The shown path of a candidate and its tree-order key (the visit numbers from the start
@@ -363,6 +225,79 @@ impl Walker<'_> {
         path.push_str(&c.name);
         key.push(c.seq);
         (path, key)
+    }
+}
+
+/// A directory being walked: its node when its entries are within `depth`.
+type At = Option<u32>;
+
+impl Visit for Lister<'_> {
+    type Dir = At;
+    /// A subdirectory waiting: its visit number and, within `depth`, its shown name.
+    type Sub = (u64, Box<str>);
+
+    fn dir_start(&mut self) -> Result<bool> {
+        self.cancel.check()?;
+        Ok(true)
+    }
+
+    fn entry(&mut self, held: &mut Held, dir: &Arc<DirHandle>, node: &At, entry: &Entry, _rel: &Path, depth: usize) -> Step<Self::Sub> {
+        let seq = self.seq;
+        self.seq += 1;
+        let mut shown_name: Box<str> = Box::from("");
+        if depth <= self.opts.depth as usize {
+            if self.visited >= MAX_VISITED {
+                self.stopped = true;
+                return Step::Stop;
+            }
+            self.visited += 1;
+            let link: Option<Box<str>> = if entry.kind == Kind::Symlink {
+                dir.read_link(&entry.name).ok().map(|t| walk::shown(&t).into_boxed_str())
+            } else {
+                None
+            };
+            shown_name = walk::shown(&entry.name).into_boxed_str();
+            let parent = node.expect("entries within depth have a node");
+            let path_len =
+                self.nodes[parent as usize].len + usize::from(self.nodes[parent as usize].len > 0) + shown_name.len();
+            let cost = path_len + suffix_len(entry.kind, link.as_deref()) + 1;
+            self.offer(held, Candidate { depth, seq, parent, name: shown_name.clone(), kind: entry.kind, link, cost });
+        } else {
+            if self.counted >= MAX_COUNTED {
+                self.count_stopped = true;
+                return Step::Stop;
+            }
+            self.counted += 1;
+            self.beyond_depth += 1;
+        }
+        if entry.kind == Kind::Dir {
+            Step::Enter((seq, shown_name))
+        } else {
+            Step::Next
+        }
+    }
+
+    fn sub_bytes(sub: &Self::Sub) -> usize {
+        sub.1.len()
+    }
+
+    fn enter_waiting(&self, depth: usize) -> bool {
+        !(self.stopped || (depth >= self.opts.depth as usize && self.count_stopped))
+    }
+
+    fn entered(&mut self, held: &mut Held, node: &At, (seq, shown_name): Self::Sub, depth: usize) -> Option<At> {
+        // A node only where the subdirectory's entries are candidates.
+        if depth >= self.opts.depth as usize {
+            return Some(None);
+        }
+        let parent = node.expect("within depth");
+        let plen = self.nodes[parent as usize].len;
+        let len = plen + usize::from(plen > 0) + shown_name.len();
+        if !held.hold(shown_name.len() + std::mem::size_of::<Node>()) {
+            return None;
+        }
+        self.nodes.push(Node { parent: Some(parent), name: shown_name, len, seq });
+        Some(Some((self.nodes.len() - 1) as u32))
     }
 }
 
@@ -406,19 +341,11 @@ pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) 
             ));
         }
     };
-    let mut ignore_files = IgnoreFiles::default();
-    let ignores = if opts.gitignore {
-        IgnoreStack::for_start(ws, opts.path.as_ref(), &mut ignore_files)
-    } else {
-        IgnoreStack::default()
-    };
     let start_name = opts.path.as_ref().map_or_else(String::new, |p| crate::error::shown_name(p.as_str()).into_owned());
     let start_len = start_name.len();
-    let mut w = Walker {
+    let mut w = Lister {
         opts,
         cancel,
-        ignores,
-        ignore_files,
         nodes: vec![Node { parent: None, name: start_name.into_boxed_str(), len: start_len, seq: 0 }],
         best: BinaryHeap::new(),
         best_cost: 0,
@@ -426,18 +353,13 @@ pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) 
         visited: 0,
         counted: 0,
         seq: 0,
-        held: 0,
-        peak_held: 0,
         stopped: false,
-        names_cut: false,
         count_stopped: false,
         beyond_depth: 0,
-        unreadable: Vec::new(),
-        crowded: Vec::new(),
-        too_deep: 0,
     };
+    let mut walker = Walker::new(ws, opts.path.as_ref(), opts.gitignore, Order::EntriesFirst);
     let rel = opts.path.as_ref().map_or_else(PathBuf::new, |p| PathBuf::from(p.as_str()));
-    w.walk(&dir, &rel, Some(0), 1)?;
+    walker.run(&mut w, dir, &rel, Some(0))?;
     cancel.check()?;
     ws.check()?;
 
@@ -461,7 +383,7 @@ pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) 
     let beyond_limit = w.offered - within;
     let beyond_bytes = within - shown;
     let not_shown = beyond_limit + beyond_bytes + w.beyond_depth;
-    let partial = w.stopped || w.count_stopped || w.names_cut;
+    let partial = w.stopped || w.count_stopped || walker.held.cut;
     let mut notes = Vec::new();
     if not_shown > 0 || partial {
         let at_least = if partial { "at least " } else { "" };
@@ -483,7 +405,7 @@ pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) 
     }
     if w.stopped {
         notes.push(format!("the walk stopped after {} entries", thousands(MAX_VISITED as u64)));
-    } else if w.names_cut {
+    } else if walker.held.cut {
         notes.push(format!(
             "the walk stopped: it held more than {} bytes of names; list a subdirectory with path",
             thousands(walk::MAX_WALK_HELD_BYTES as u64)
@@ -491,29 +413,30 @@ pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) 
     } else if w.count_stopped {
         notes.push(format!("counting stopped after {} deeper entries", thousands(MAX_COUNTED as u64)));
     }
-    if w.too_deep > 0 {
+    if walker.too_deep > 0 {
         notes.push(format!(
             "{} directories nested deeper than {} levels were not entered",
-            w.too_deep,
+            walker.too_deep,
             walk::MAX_WALK_DEPTH
         ));
     }
-    if !w.crowded.is_empty() {
+    if !walker.crowded.is_empty() {
         notes.push(format!(
             "directories with more than {} entries were cut: {}",
             thousands(walk::MAX_DIR_ENTRIES as u64),
-            w.crowded.join(", ")
+            walker.crowded.join(", ")
         ));
     }
-    if !w.unreadable.is_empty() {
-        notes.push(format!("could not read: {}", w.unreadable.join(", ")));
+    if !walker.unreadable.is_empty() {
+        let shown: Vec<String> = walker.unreadable.iter().map(|(path, errno)| format!("{path} ({errno})")).collect();
+        notes.push(format!("could not read: {}", shown.join(", ")));
     }
-    notes.extend(w.ignore_files.notes());
-    let truncated = not_shown > 0 || partial || w.too_deep > 0 || !w.crowded.is_empty();
+    notes.extend(walker.ignore_files.notes());
+    let truncated = not_shown > 0 || partial || walker.too_deep > 0 || !walker.crowded.is_empty();
     let stats = ListStats {
-        peak_held_bytes: w.peak_held,
-        ignore_files_parsed: w.ignore_files.parsed,
-        ignore_bytes_parsed: w.ignore_files.parsed_bytes,
+        peak_held_bytes: walker.held.peak,
+        ignore_files_parsed: walker.ignore_files.parsed,
+        ignore_bytes_parsed: walker.ignore_files.parsed_bytes,
     };
     Ok((
         ListOutput {

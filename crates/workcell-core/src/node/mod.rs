@@ -16,10 +16,10 @@
 //! built from nothing, output bounded per stream, a timeout and cancellation that kill the whole
 //! group. The input limits are in [`limits`].
 
-pub mod limits;
+pub mod input;
 pub mod prelude;
 
-pub use limits::{
+pub use input::{
     check_request, command_line_units, MAX_ARGUMENTS, MAX_ARGUMENTS_BYTES, MAX_ARGUMENT_BYTES, MAX_COMMAND_LINE_UNITS,
     MAX_SOURCE_BYTES,
 };

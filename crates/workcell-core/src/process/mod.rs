@@ -23,7 +23,7 @@
 pub mod capture;
 pub mod cmdline;
 pub mod kill;
-pub mod limits;
+pub mod timing;
 pub mod reap;
 pub mod spawn;
 pub mod supervise;
@@ -31,7 +31,7 @@ pub mod supervise;
 pub use capture::{Head, HeadTail, HeadTailText, HeadText, Sink};
 pub use cmdline::{quote_windows_arg, windows_command_line_units};
 pub use kill::kill_pipe_holders;
-pub use limits::RunOptions;
+pub use timing::RunOptions;
 pub use reap::{pidfd_available, signal_name, ExitInfo, Reaper};
 pub use spawn::{spawn_with_stdio, LaunchIo, Launcher, OutputPipes, PreExec, SpawnSpec};
 pub use supervise::{run, End, Finished};

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::capture::Sink;
 use super::kill::{kill_pipe_holders, pipe_inode};
-use super::limits::{RunOptions, CANCEL_GRACE, FINAL_READ, KILL_WAIT, READ_CHUNK};
+use super::timing::{RunOptions, CANCEL_GRACE, FINAL_READ, KILL_WAIT, READ_CHUNK};
 use super::reap::{ChildHandle, ExitInfo};
 use super::spawn::{spawn, OutputPipes, SpawnSpec};
 use crate::cancel::Cancel;

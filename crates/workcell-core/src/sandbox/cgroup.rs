@@ -5,7 +5,7 @@
 //! controller is delegated there (listed in the host cgroup's `cgroup.subtree_control`), else a
 //! group in the cgroup v1 hierarchy of that controller. The host opens the leaf's `tasks` (v1)
 //! or `cgroup.procs` (v2) and the program's process writes `0` to it just before exec
-//! ([`super::limits::ChildLimits`]), so the tree is in it from its first instruction, and the
+//! ([`super::resources::ChildLimits`]), so the tree is in it from its first instruction, and the
 //! processes that share the host's memory until exec (C and the namespace's init) never are: the
 //! cgroup's OOM killer can only choose one of the program's processes.
 //!
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::limits::By;
+use super::resources::By;
 
 /// The cgroup directory of the host for one controller.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use super::cgroup::Leaf;
 use super::exec::{cstring, Exec};
-use super::limits::ChildLimits;
+use super::resources::ChildLimits;
 use super::pidns::{self, IArgs, NsPlan};
 use super::sys;
 use crate::process::{LaunchIo, Launcher};

@@ -53,7 +53,7 @@ pub mod landlock;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod launch;
 pub mod grants;
-pub mod limits;
+pub mod resources;
 pub mod node_permission;
 pub mod paths;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -72,7 +72,7 @@ pub use grants::{GrantRequest, Grants};
 pub use node_permission::NodePermission;
 pub use paths::{canonical_grant, program_grants, Access, Grant};
 pub use probe::Features;
-pub use limits::{By, Enforced, Limits, LimitsReport};
+pub use resources::{By, Enforced, Limits, LimitsReport};
 pub use report::{Filesystem, Network, Processes, Protection, Report};
 
 use std::path::PathBuf;
@@ -332,23 +332,23 @@ pub fn plan(opts: &SandboxOptions, features: &Features) -> Report {
         Network::Open
     };
     let processes = if features.pid_namespace { Processes::Namespace } else { Processes::Group };
-    let limits = limits::decide(&opts.limits, &mechanisms(opts, features));
+    let limits = resources::decide(&opts.limits, &mechanisms(opts, features));
     let protect = if opts.protect.is_empty() { Protection::None } else { Protection::ReadOnly };
     Report { landlock_abi: features.landlock_abi, filesystem, network, processes, node_permission: false, limits, protect }
 }
 
 /// What this system offers for the limits of a tree confined with `features`.
-fn mechanisms(opts: &SandboxOptions, features: &Features) -> limits::Mechanisms {
+fn mechanisms(opts: &SandboxOptions, features: &Features) -> resources::Mechanisms {
     // SAFETY: a plain getter.
     let root = unsafe { libc::geteuid() } == 0;
     let user_namespace = features.pid_namespace && features.user_namespace;
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     if !opts.no_cgroups {
         let s = cgroup::Support::detect();
-        return limits::Mechanisms { user_namespace, root, pids: s.pids.as_ref().map(|p| p.version), memory: s.memory.as_ref().map(|p| p.version) };
+        return resources::Mechanisms { user_namespace, root, pids: s.pids.as_ref().map(|p| p.version), memory: s.memory.as_ref().map(|p| p.version) };
     }
     let _ = opts;
-    limits::Mechanisms { user_namespace, root, pids: None, memory: None }
+    resources::Mechanisms { user_namespace, root, pids: None, memory: None }
 }
 
 /// What `required` mode lacks here, by name.
@@ -568,7 +568,7 @@ fn writable_ids(opts: &SandboxOptions) -> Vec<(u64, u64)> {
 }
 
 /// The call's cgroups for the limits `report` enforces by cgroup. Where one cannot be made
-/// after all (the probe found it possible), `auto` falls back as [`limits::decide`] would
+/// after all (the probe found it possible), `auto` falls back as [`resources::decide`] would
 /// without it and `required` refuses if that leaves a limit unenforced.
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn make_cgroups(opts: &SandboxOptions, report: &mut Report) -> Result<Option<cgroup::Leaf>> {
@@ -584,7 +584,7 @@ fn make_cgroups(opts: &SandboxOptions, report: &mut Report) -> Result<Option<cgr
         Ok(leaf) => Ok(Some(leaf)),
         Err(_) => {
             let features = opts.features();
-            report.limits = limits::decide(&opts.limits, &mechanisms(&SandboxOptions { no_cgroups: true, ..opts.clone() }, &features));
+            report.limits = resources::decide(&opts.limits, &mechanisms(&SandboxOptions { no_cgroups: true, ..opts.clone() }, &features));
             let missing = report.limits.missing();
             if opts.mode == Mode::Required && !missing.is_empty() {
                 return Err(unavailable(&missing, &features));
@@ -632,7 +632,7 @@ impl Confinement {
             // (which closes the host's descriptors too).
             if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
-                let limits = confined.then(|| limits::ChildLimits::new(&report.limits, &cgroups.as_ref().map(cgroup::Leaf::procs).unwrap_or_default()));
+                let limits = confined.then(|| resources::ChildLimits::new(&report.limits, &cgroups.as_ref().map(cgroup::Leaf::procs).unwrap_or_default()));
                 unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net).with_shared_net(shared_net).with_protect(protect))) };
                 report
             } else {
@@ -662,7 +662,7 @@ mod tests {
     fn plans_follow_the_features() {
         let r = plan(&opts(Mode::Auto, false), &FULL);
         assert_eq!(r, Report { landlock_abi: Some(7), filesystem: Filesystem::Confined, network: Network::Blocked, processes: Processes::Namespace, node_permission: false, limits: r.limits, protect: Protection::None });
-        assert_eq!(r.limits.file_bytes, Enforced { max: limits::DEFAULT_FILE_BYTES, by: By::Rlimit });
+        assert_eq!(r.limits.file_bytes, Enforced { max: resources::DEFAULT_FILE_BYTES, by: By::Rlimit });
         assert_eq!(plan(&opts(Mode::Auto, true), &FULL).network, Network::Allowed);
         let v3 = Features { landlock_abi: Some(3), ..FULL };
         assert_eq!(plan(&opts(Mode::Auto, false), &v3).network, Network::Open);

@@ -112,7 +112,7 @@ pub struct IArgs<'a> {
     /// Give the program (and so everything it starts) `oom_score_adj` 1000.
     pub oom: bool,
     /// The program's resource limits and cgroups.
-    pub limits: Option<&'a super::limits::ChildLimits>,
+    pub limits: Option<&'a super::resources::ChildLimits>,
     /// G's wait status, once I has collected it.
     pub main_status: libc::c_int,
     pub main_done: bool,
@@ -125,7 +125,7 @@ pub struct GArgs<'a> {
     pub ruleset: RawFd,
     pub exec: Option<&'a super::exec::Exec>,
     pub core_limit: [u64; 2],
-    pub limits: Option<&'a super::limits::ChildLimits>,
+    pub limits: Option<&'a super::resources::ChildLimits>,
     /// Give the program `oom_score_adj` 1000.
     pub oom: bool,
     /// Set by G when it fails before exec.

@@ -64,7 +64,7 @@ pub struct Report {
     /// Whether Node.js's permission model was on (node_process only).
     pub node_permission: bool,
     /// The resource caps and how each was enforced.
-    pub limits: super::limits::LimitsReport,
+    pub limits: super::resources::LimitsReport,
     /// Whether the protected paths were read-only for the processes.
     pub protect: Protection,
 }
@@ -106,7 +106,7 @@ impl Report {
         network: Network::Open,
         processes: Processes::Group,
         node_permission: false,
-        limits: super::limits::LimitsReport::NONE,
+        limits: super::resources::LimitsReport::NONE,
         protect: Protection::Open,
     };
 

@@ -6,13 +6,13 @@
 //! several minutes longer. The harness still runs tests two at a time (its default on two
 //! cores), as before. `tests/sandbox.rs` stays a binary of its own: one of its tests raises the
 //! process's core-dump limit, which must not reach the processes the other tests start.
-//! Run one concern with `cargo test -p workcell-core --release --test integration limits::`.
+//! Run one concern with `cargo test -p workcell-core --release --test integration resource_limits::`.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod command;
-mod limits;
+mod resource_limits;
 mod list_search;
 mod module_cycles;
 mod node;

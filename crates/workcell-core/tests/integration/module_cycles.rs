@@ -1,7 +1,13 @@
-//! The core's modules depend on each other one way: the `crate::` and `super::` paths in
-//! `src/` (comments and unit tests left out) form no cycle between top-level modules, nor between the files
-//! of one folder, except the command policy's recursive descent (a wrapper's argument is a
-//! command, checked by the checker that called the wrapper's rule).
+//! The modules of every layer depend on each other one way:
+//! - the core: the `crate::` and `super::` paths in `src/` (comments and unit tests left out)
+//!   form no cycle between top-level modules, nor between the files of one folder, except the
+//!   command policy's recursive descent (a wrapper's argument is a command, checked by the
+//!   checker that called the wrapper's rule);
+//! - the binding (the package's `src/`): the same, with no exception;
+//! - the TypeScript layer (`ts/`): its relative imports form no cycle. `import type` counts too:
+//!   a type-only cycle still ties two modules' declarations together (neither can be read or
+//!   moved without the other), and it becomes a load-order cycle the day one of its edges
+//!   carries a value.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,15 +19,20 @@ const ALLOWED: &[&[&str]] = &[
     &["policy::argv", "policy::builtins", "policy::grammar", "policy::wrappers"],
 ];
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files beneath `dir` whose extension is `ext`.
+fn files_with(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+            files_with(&p, ext, out);
+        } else if p.extension().is_some_and(|x| x == ext) {
             out.push(p);
         }
     }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    files_with(dir, "rs", out)
 }
 
 /// `policy/argv.rs` -> `["policy", "argv"]`; `policy/mod.rs` -> `["policy"]`; `lib.rs` -> `[]`.
@@ -222,6 +233,177 @@ fn core_modules_have_no_import_cycles_but_the_policys_recursive_descent() {
     let found = cycles(&graph(&src));
     let unexpected: Vec<&Vec<String>> = found.iter().filter(|c| !ALLOWED.iter().any(|a| a.iter().copied().eq(c.iter().map(String::as_str)))).collect();
     assert!(unexpected.is_empty(), "import cycles between core modules: {unexpected:?}");
+}
+
+/// The package's root (the binding's `src/`, `ts/`).
+fn package_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn binding_modules_have_no_import_cycles() {
+    let src = package_root().join("src");
+    let g = graph(&src);
+    assert!(g.len() > 10, "the binding's modules were not found: {g:?}");
+    let found = cycles(&g);
+    assert!(found.is_empty(), "import cycles between the binding's modules: {found:?}");
+}
+
+#[test]
+fn the_binding_names_the_core_only_through_its_facade() {
+    let src = package_root().join("src");
+    let mut list = Vec::new();
+    files(&src, &mut list);
+    let mut outside = Vec::new();
+    for f in &list {
+        let text = code(&std::fs::read_to_string(f).unwrap());
+        for p in paths_after(&text, "workcell_core::") {
+            if p.first().map(String::as_str) != Some("api") {
+                outside.push(format!("{}: workcell_core::{}", f.file_name().unwrap().to_string_lossy(), p.join("::")));
+            }
+        }
+    }
+    assert!(!list.is_empty());
+    assert!(outside.is_empty(), "the binding names core modules beside workcell_core::api (add what it needs to the api module of crates/workcell-core/src/lib.rs): {outside:?}");
+}
+
+/// The TypeScript text without comments (strings kept: they hold the specifiers).
+fn ts_code(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let mut quote: Option<u8> = None;
+    while i < b.len() {
+        let c = b[i];
+        if let Some(q) = quote {
+            out.push(c);
+            if c == b'\\' && i + 1 < b.len() {
+                out.push(b[i + 1]);
+                i += 2;
+                continue;
+            }
+            if c == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                i += 1;
+            }
+            i += 2;
+            continue;
+        }
+        if matches!(c, b'"' | b'\'' | b'`') {
+            quote = Some(c);
+        }
+        out.push(c);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The relative specifiers a TypeScript module imports or re-exports: `import ... from "./x.js"`,
+/// `import type`, `export ... from`, `import "./x.js"`, `import("./x.js")`.
+fn ts_specifiers(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in ["from", "import"] {
+        let mut at = 0;
+        while let Some(i) = code[at..].find(word) {
+            let start = at + i;
+            at = start + word.len();
+            let before = code[..start].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == '.') {
+                continue;
+            }
+            let mut rest = code[at..].trim_start();
+            if word == "import" {
+                if let Some(r) = rest.strip_prefix('(') {
+                    rest = r.trim_start();
+                }
+            } else if !code[at..].starts_with(char::is_whitespace) && !code[at..].starts_with(['"', '\'']) {
+                continue;
+            }
+            let Some(q) = rest.chars().next().filter(|c| matches!(c, '"' | '\'')) else { continue };
+            let Some(end) = rest[1..].find(q) else { continue };
+            let spec = &rest[1..1 + end];
+            if spec.starts_with("./") || spec.starts_with("../") {
+                out.push(spec.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `p` with its `.` and `..` segments resolved lexically.
+fn normal(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The import edges between the modules of a TypeScript folder, by path relative to it.
+fn ts_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut list = Vec::new();
+    files_with(dir, "ts", &mut list);
+    let name = |p: &Path| p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+    let known: BTreeSet<String> = list.iter().map(|p| name(p)).collect();
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &list {
+        let code = ts_code(&std::fs::read_to_string(f).unwrap());
+        for spec in ts_specifiers(&code) {
+            let target = normal(&f.parent().unwrap().join(&spec));
+            let mut target = name(&target);
+            if let Some(stem) = target.strip_suffix(".js") {
+                target = format!("{stem}.ts");
+            } else if !target.ends_with(".ts") {
+                target.push_str(".ts");
+            }
+            if known.contains(&target) {
+                g.entry(name(f)).or_default().insert(target);
+            }
+        }
+    }
+    g
+}
+
+#[test]
+fn typescript_modules_have_no_import_cycles() {
+    let ts = package_root().join("ts");
+    let g = ts_graph(&ts);
+    assert!(g.get("index.ts").is_some_and(|e| e.contains("coding.ts")), "the TypeScript modules were not read: {g:?}");
+    let found = cycles(&g);
+    assert!(found.is_empty(), "import cycles between TypeScript modules (type-only imports included): {found:?}");
+}
+
+#[test]
+fn the_typescript_cycle_check_finds_a_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let ts = dir.path();
+    std::fs::create_dir(ts.join("adapters")).unwrap();
+    std::fs::write(ts.join("a.ts"), "// import { x } from \"./c.js\";\nimport type { B } from \"./b.js\";\nconst s = \"https://x\";\n").unwrap();
+    std::fs::write(ts.join("b.ts"), "export {\n  y,\n} from \"./adapters/c.js\";\n").unwrap();
+    std::fs::write(ts.join("adapters/c.ts"), "/* from \"../b.js\" */ const m = await import(\"../a.js\");\n").unwrap();
+    std::fs::write(ts.join("c.ts"), "import \"./a.js\";\n").unwrap();
+    assert_eq!(cycles(&ts_graph(ts)), vec![vec!["a.ts".to_string(), "adapters/c.ts".to_string(), "b.ts".to_string()]]);
+    std::fs::write(ts.join("adapters/c.ts"), "const fromA = 1; const m = \"../a.js\";\n").unwrap();
+    assert!(cycles(&ts_graph(ts)).is_empty());
 }
 
 #[test]

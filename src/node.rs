@@ -7,8 +7,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::{PromiseRaw, Utf16String};
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::node::{self, NodeOptions, NodeOutput, NodeRequest};
-use workcell_core::process::Reaper;
+use workcell_core::api::node::{self, NodeOptions, NodeOutput, NodeRequest};
+use workcell_core::api::process::Reaper;
 
 use crate::convert::{strict_string, strict_strings, throw};
 use crate::outcome::{Json, Outcome};
@@ -19,7 +19,7 @@ use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
 /// is known from the start.
 #[napi_derive::module_init]
 fn probe_process_support() {
-    workcell_core::process::pidfd_available();
+    workcell_core::api::process::pidfd_available();
 }
 
 /// How this process observes child exits: `"pidfd"` or `"thread"` (never SIGCHLD).
@@ -28,14 +28,7 @@ pub fn process_reaper() -> String {
     Reaper::Auto.resolve().as_str().to_string()
 }
 
-/// One environment variable for the child.
-#[napi(object)]
-pub struct EnvVar {
-    pub name: String,
-    pub value: String,
-}
-
-fn request(source: Utf16String, arguments: Vec<Utf16String>) -> workcell_core::Result<NodeRequest> {
+fn request(source: Utf16String, arguments: Vec<Utf16String>) -> workcell_core::api::Result<NodeRequest> {
     Ok(NodeRequest { source: strict_string(source)?, arguments: strict_strings(arguments)? })
 }
 

@@ -1,4 +1,6 @@
-//! Confined directory walking, shared by `list_files` and `search_files`.
+//! Confined directory walking: the directory handles and ignore files, and the one [`Walker`]
+//! of `list_files` and `search_files` (`walker.rs`). The sandbox's scan for protected paths
+//! (`sandbox::protect`) reads directories through the same handles.
 //!
 //! The walk never resolves a path string. It starts from a directory opened beneath the root
 //! handle (cap-std: openat2 `RESOLVE_BENEATH` or a component-by-component walk), reads each
@@ -41,6 +43,9 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use crate::error::{Error, Result};
 use crate::path::RelPath;
 use crate::root::Workspace;
+
+mod walker;
+pub use walker::{Held, Order, Step, Visit, Walker};
 
 /// Largest `.gitignore` honoured; a larger one is not applied at all (and the note says so).
 pub const MAX_GITIGNORE_BYTES: usize = 64 << 10;
