@@ -29,6 +29,7 @@ pub mod approval;
 pub mod cancel;
 pub mod diff;
 pub mod command;
+pub mod contract;
 pub mod edit;
 pub mod error;
 pub mod fileops;
