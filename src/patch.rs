@@ -61,7 +61,7 @@ impl NativeWorkspace {
     /// apply_patch: resolves to `{ ok: { files, diff, note? } }` or to `{ error }`; never rejects. Its
     /// places in the targets' write queues are taken synchronously, here.
     #[napi(
-        ts_return_type = "Promise<{ ok: { files: { path: string; action: \"add\" | \"delete\" | \"update\"; movedTo?: string; bytes?: number }[]; diff: string; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+        ts_return_type = "Promise<C.Outcome<C.ApplyPatchOutput>>"
     )]
     pub fn apply_patch<'env>(
         &self,
@@ -81,7 +81,7 @@ impl NativeWorkspace {
     }
 
     /// move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.MoveFileOutput>>")]
     pub fn move_file<'env>(
         &self,
         env: &'env Env,
@@ -102,7 +102,7 @@ impl NativeWorkspace {
     }
 
     /// delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<{ ok: { path: string; kind: \"file\" | \"symlink\" | \"directory\" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.DeleteFileOutput>>")]
     pub fn delete_file<'env>(
         &self,
         env: &'env Env,
@@ -118,7 +118,7 @@ impl NativeWorkspace {
     }
 
     /// make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.MakeDirectoryOutput>>")]
     pub fn make_directory<'env>(
         &self,
         env: &'env Env,

@@ -6,6 +6,8 @@ import { DEFAULT_PROTECT } from "./guard.js";
 import { binding } from "./native.js";
 import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
 import type { SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
+import type { RunCommandOutput, SandboxLimits, SandboxReport } from "./generated/contract.js";
+export type { SandboxLimits, SandboxReport } from "./generated/contract.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
 export type SandboxMode = "auto" | "required" | "off";
@@ -61,18 +63,10 @@ export interface SandboxLimitOptions {
 }
 
 /** How one cap was enforced. */
-export interface SandboxLimitReport {
-  max: number;
-  /** `"rlimit"` (a resource limit on each process), `"cgroup-v2"` / `"cgroup-v1"` (the whole tree), `"none"` (not enforced). */
-  by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
-}
+export type SandboxLimitReport = SandboxLimits["processes"];
 
 /** The caps of a call (`sandbox.limits`). */
-export interface SandboxLimitsReport {
-  processes: SandboxLimitReport;
-  memoryBytes: SandboxLimitReport;
-  fileBytes: SandboxLimitReport;
-}
+export type SandboxLimitsReport = SandboxLimits;
 
 /** The default caps on this machine, from the core. */
 export function sandboxLimitDefaults(): Required<SandboxLimitOptions> {
@@ -86,12 +80,7 @@ export interface NetworkAllow {
 }
 
 /** The connections of a call with `network: { allow }` (the result's `network`). */
-export interface NetworkCounts {
-  /** Requests and tunnels the allowlist let through. */
-  allowed: number;
-  /** Requests refused: not listed, a private address, malformed, over a cap. */
-  refused: number;
-}
+export type NetworkCounts = NonNullable<RunCommandOutput["network"]>;
 
 export interface SandboxFeatureOverride {
   landlockAbi?: number | null;
@@ -100,31 +89,6 @@ export interface SandboxFeatureOverride {
   procMount?: boolean;
   /** `false`: a system where the host can create no cgroup. */
   cgroups?: boolean;
-}
-
-/** What confined a call's processes (the `sandbox` field of a result). */
-export interface SandboxReport {
-  /** The Landlock ABI the child was confined with; null without Landlock. */
-  landlockAbi: number | null;
-  /** `"confined"`: only the workspace, the granted paths and what programs need; `"open"`: anything the user may access. */
-  filesystem: "confined" | "open";
-  /**
-   * `"blocked"`: TCP connect/bind refused; `"allowed"` by the host; `"filtered"`: only the
-   * proxy of `network: { allow }`; `"open"`: not blocked.
-   */
-  network: "blocked" | "allowed" | "filtered" | "open";
-  /** `"namespace"`: nothing the call started outlives it; `"group"`: its process group is killed. */
-  processes: "namespace" | "group";
-  /** Whether Node.js's permission model also checked the script's own file access. */
-  nodePermission: boolean;
-  /** The resource caps and how each was enforced. */
-  limits: SandboxLimitsReport;
-  /**
-   * The protected paths (`protect`): `"read-only"` for the processes; `"partial"`: the walk that
-   * finds them stopped at its bounds (the top-level `.git` and what it found are read-only);
-   * `"none"`: the host protects nothing; `"open"`: the sandbox is off, not enforced.
-   */
-  protect: "read-only" | "partial" | "none" | "open";
 }
 
 /** The sandbox features this system offers (probed once per process). */

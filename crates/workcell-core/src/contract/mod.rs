@@ -224,6 +224,7 @@ fn definitions() -> (Map<String, Value>, Vec<(&'static ToolShapes, Value, Value)
     }
     inputs.subschema_for::<Grants>();
     outputs.subschema_for::<crate::read::ReadResult>();
+    outputs.subschema_for::<crate::approval::Preview>();
     let mut defs = inputs.take_definitions(true);
     defs.extend(outputs.take_definitions(true));
     defs.values_mut().for_each(|d| compact_with(d, true));
