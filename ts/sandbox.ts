@@ -6,8 +6,8 @@ import { DEFAULT_PROTECT } from "./guard.js";
 import { binding } from "./native.js";
 import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
 import type { SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
-import type { RunCommandOutput, SandboxLimits, SandboxReport } from "./generated/contract.js";
-export type { SandboxLimits, SandboxReport } from "./generated/contract.js";
+import type { RunCommandOutput, SandboxLimitsReport, SandboxReport } from "./generated/contract.js";
+export type { SandboxLimitsReport, SandboxReport } from "./generated/contract.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
 export type SandboxMode = "auto" | "required" | "off";
@@ -63,10 +63,8 @@ export interface SandboxLimitOptions {
 }
 
 /** How one cap was enforced. */
-export type SandboxLimitReport = SandboxLimits["processes"];
+export type SandboxLimitReport = SandboxLimitsReport["processes"];
 
-/** The caps of a call (`sandbox.limits`). */
-export type SandboxLimitsReport = SandboxLimits;
 
 /** The default caps on this machine, from the core. */
 export function sandboxLimitDefaults(): Required<SandboxLimitOptions> {
@@ -199,11 +197,9 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
   const net = options.network;
   let networkAllow: string[] | undefined;
   if (net !== undefined && typeof net !== "boolean") {
-    if (typeof net !== "object" || net === null || Array.isArray(net) || Object.keys(net).some((k) => k !== "allow")) {
-      throw new TypeError(`workcell: ${factory} option network must be a boolean or { allow: [...] }`);
-    }
+    // Its shape was checked against SANDBOX_OPTIONS above; `allow` itself is required.
     const allow = (net as NetworkAllow).allow;
-    if (!Array.isArray(allow) || !allow.every((e) => typeof e === "string")) {
+    if (!Array.isArray(allow)) {
       throw new TypeError(`workcell: ${factory} option network.allow must be an array of strings`);
     }
     if (sandbox === "off") {
@@ -241,21 +237,10 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
   return result;
 }
 
-/** Checks `limits` (shape here, ranges in the core) and fills in the defaults. */
-function limitOptions(factory: string, value: unknown): SandboxLimits {
-  if (value === undefined) return binding.sandboxLimits(undefined);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new TypeError(`workcell: ${factory} option limits must be an object { processes?, memoryBytes?, fileBytes? }`);
-  }
-  const v = value as Record<string, unknown>;
-  for (const k of Object.keys(v)) {
-    if (!["processes", "memoryBytes", "fileBytes"].includes(k)) throw new TypeError(`workcell: ${factory} option limits has an unknown key ${JSON.stringify(k)}`);
-    if (v[k] !== undefined && !(typeof v[k] === "number" && Number.isSafeInteger(v[k]))) {
-      throw new TypeError(`workcell: ${factory} option limits.${k} must be an integer`);
-    }
-  }
+/** `limits` (its shape checked against SANDBOX_OPTIONS, its ranges in the core) with the defaults filled in. */
+function limitOptions(factory: string, value: SandboxLimitOptions | undefined): SandboxLimits {
   try {
-    return binding.sandboxLimits({ processes: v.processes as number | undefined, memoryBytes: v.memoryBytes as number | undefined, fileBytes: v.fileBytes as number | undefined });
+    return binding.sandboxLimits(value === undefined ? undefined : { ...value });
   } catch (err) {
     throw new TypeError(`${(err as Error).message} (${factory})`);
   }

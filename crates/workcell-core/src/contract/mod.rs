@@ -7,10 +7,10 @@
 //! `cargo run -p workcell-core --bin contract` (npm run generate) rewrites them; a test fails
 //! when the committed files differ.
 
-mod inputs;
+mod tools;
 mod typescript;
 
-pub use inputs::*;
+pub use tools::*;
 
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
@@ -72,38 +72,6 @@ pub struct ToolShapes {
     pub type_name: &'static str,
     input: fn(&mut schemars::SchemaGenerator) -> Schema,
     output: fn(&mut schemars::SchemaGenerator) -> Schema,
-}
-
-macro_rules! tools {
-    ($($name:literal $ty:literal $input:ty => $output:ty;)*) => {
-        /// Every tool, in the order `createCodingTools` lists them.
-        pub const TOOLS: &[ToolShapes] = &[$(ToolShapes {
-            name: $name,
-            type_name: $ty,
-            input: |g| g.subschema_for::<$input>(),
-            output: |g| g.subschema_for::<$output>(),
-        },)*];
-    };
-}
-
-tools! {
-    "read_file" "ReadFile" ReadFileInput => ReadFileOutput;
-    "list_files" "ListFiles" ListFilesInput => crate::list::ListOutput;
-    "search_files" "SearchFiles" SearchFilesInput => crate::search::SearchOutput;
-    "write_file" "WriteFile" WriteFileInput => crate::write::install::WriteOutput;
-    "edit_file" "EditFile" EditFileInput => crate::edit::EditOutput;
-    "apply_patch" "ApplyPatch" ApplyPatchInput => crate::patch::PatchOutput;
-    "move_file" "MoveFile" MoveFileInput => crate::fileops::MoveOutput;
-    "delete_file" "DeleteFile" DeleteFileInput => crate::fileops::DeleteOutput;
-    "make_directory" "MakeDirectory" MakeDirectoryInput => crate::fileops::MkdirOutput;
-    "node_process" "NodeProcess" NodeProcessInput => NodeProcessOutput;
-    "run_command" "RunCommand" RunCommandInput => RunCommandOutput;
-    "run_tests" "RunTests" RunTestsInput => RunTestsOutput;
-    "start_process" "StartProcess" StartProcessInput => ProcessOutput;
-    "read_process" "ReadProcess" ReadProcessInput => ProcessOutput;
-    "write_process" "WriteProcess" WriteProcessInput => crate::session::table::Written;
-    "stop_process" "StopProcess" StopProcessInput => ProcessOutput;
-    "list_processes" "ListProcesses" ListProcessesInput => crate::session::table::ProcessList;
 }
 
 /// A schema as sent to a model or client: no `$schema`, titles, doc comments or formats (the

@@ -112,7 +112,7 @@ pub struct Enforced {
 /// The `sandbox.limits` field of a result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(rename = "SandboxLimits")]
+#[schemars(rename = "SandboxLimitsReport")]
 pub struct LimitsReport {
     pub processes: Enforced,
     pub memory_bytes: Enforced,

@@ -1,12 +1,15 @@
-//! What a model sends to each tool: the parameters' JSON Schemas are derived from these (the
-//! descriptions are added by the JS layer, once per tool, compact or full). The limits here
-//! are the core's own constants; the core checks every value again where it acts on it.
+//! Every tool's name and shapes ([`TOOLS`]), and what a model sends to each: the parameters'
+//! JSON Schemas are derived from these input types (the descriptions are added by the JS layer,
+//! once per tool, compact or full). The limits here are the core's own constants; the core
+//! checks every value again where it acts on it. A new tool adds its input type and its line in
+//! `tools!` here; its output is its core module's result type.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::{NodeProcessOutput, ProcessOutput, ReadFileOutput, RunCommandOutput, RunTestsOutput, ToolShapes};
 use crate::{edit, list, policy, search, session};
 
 /// Largest line number (`offset`, `limit`).
@@ -227,3 +230,35 @@ pub struct StopProcessInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListProcessesInput {}
+
+macro_rules! tools {
+    ($($name:literal $ty:literal $input:ty => $output:ty;)*) => {
+        /// Every tool, in the order `createCodingTools` lists them.
+        pub const TOOLS: &[ToolShapes] = &[$(ToolShapes {
+            name: $name,
+            type_name: $ty,
+            input: |g| g.subschema_for::<$input>(),
+            output: |g| g.subschema_for::<$output>(),
+        },)*];
+    };
+}
+
+tools! {
+    "read_file" "ReadFile" ReadFileInput => ReadFileOutput;
+    "list_files" "ListFiles" ListFilesInput => crate::list::ListOutput;
+    "search_files" "SearchFiles" SearchFilesInput => crate::search::SearchOutput;
+    "write_file" "WriteFile" WriteFileInput => crate::write::install::WriteOutput;
+    "edit_file" "EditFile" EditFileInput => crate::edit::EditOutput;
+    "apply_patch" "ApplyPatch" ApplyPatchInput => crate::patch::PatchOutput;
+    "move_file" "MoveFile" MoveFileInput => crate::fileops::MoveOutput;
+    "delete_file" "DeleteFile" DeleteFileInput => crate::fileops::DeleteOutput;
+    "make_directory" "MakeDirectory" MakeDirectoryInput => crate::fileops::MkdirOutput;
+    "node_process" "NodeProcess" NodeProcessInput => NodeProcessOutput;
+    "run_command" "RunCommand" RunCommandInput => RunCommandOutput;
+    "run_tests" "RunTests" RunTestsInput => RunTestsOutput;
+    "start_process" "StartProcess" StartProcessInput => ProcessOutput;
+    "read_process" "ReadProcess" ReadProcessInput => ProcessOutput;
+    "write_process" "WriteProcess" WriteProcessInput => crate::session::table::Written;
+    "stop_process" "StopProcess" StopProcessInput => ProcessOutput;
+    "list_processes" "ListProcesses" ListProcessesInput => crate::session::table::ProcessList;
+}
