@@ -312,13 +312,13 @@ export interface SandboxReport {
   /** Whether Node.js's permission model was on (node_process only). */
   nodePermission: boolean;
   /** The resource caps and how each was enforced. */
-  limits: SandboxLimits;
+  limits: SandboxLimitsReport;
   /** Whether the protected paths were read-only for the processes. */
   protect: "read-only" | "partial" | "none" | "open";
 }
 
 /** The `sandbox.limits` field of a result. */
-export interface SandboxLimits {
+export interface SandboxLimitsReport {
   /** One limit as enforced. */
   processes: {
     max: number;
@@ -461,6 +461,31 @@ export interface ProcessInfo {
 
 /** What `read_file` returns: a text file's content or an image. */
 export type ReadResult = ReadFileText | ReadFileImage;
+
+/** What a person is shown before a writing call runs. Serializes as `{ summary, diff?,
+ * diffs?: [{ path, diff, added, removed }], files: [{ path, hash }] }`. */
+export interface ApprovalPreview {
+  /** One line: `edit_file src/a.ts: +3 -1`. */
+  summary: string;
+  /** The unified diff of the whole change, every changed line of every file (never cut);
+   * `None` where there is no content change to show (move_file, make_directory). */
+  diff?: string;
+  /** Each file's part of `diff`, in call order (`diff` is their concatenation). */
+  diffs?: {
+    /** The path the call names (a move's source; its destination is in the diff's `+++` line). */
+    path: string;
+    /** The file's whole unified diff: its `---`/`+++` header lines, then every hunk. */
+    diff: string;
+    /** Lines added and removed. */
+    added: number;
+    removed: number;
+  }[];
+  /** `(path, approval string)` of every path the call touches, in call order. */
+  files: {
+    path: string;
+    hash: string;
+  }[];
+}
 
 /** Every tool's input and output, by tool name. */
 export interface ToolShapes {
