@@ -117,6 +117,20 @@ fn compact_with(value: &mut Value, docs: bool) {
             subs.iter_mut().for_each(|s| compact_with(s, docs));
         }
     }
+    // An enum whose variants have doc comments comes as `oneOf: [{ type, const }, ...]`: once
+    // the comments are gone, `{ type, enum: [...] }` says the same.
+    if !docs {
+        if let Some(Value::Array(subs)) = map.get("oneOf") {
+            let ty = subs.first().and_then(|s| s.get("type")).cloned();
+            let plain = |s: &Value| s.as_object().is_some_and(|o| o.len() == 2 && o.get("type") == ty.as_ref() && o.contains_key("const"));
+            if ty.is_some() && subs.iter().all(plain) {
+                let values: Vec<Value> = subs.iter().map(|s| s["const"].clone()).collect();
+                map.remove("oneOf");
+                map.insert("type".into(), ty.expect("checked"));
+                map.insert("enum".into(), Value::Array(values));
+            }
+        }
+    }
 }
 
 /// `T | null` to `T`: `type: [T, "null"]`, or `anyOf: [T, { type: "null" }]`.
@@ -157,6 +171,10 @@ pub fn tool_schemas(tool: &ToolShapes) -> (Value, Value) {
     let mut output = (tool.output)(&mut generator(true, true)).to_value();
     compact(&mut input);
     compact(&mut output);
+    // Parameters always list `properties` (some providers require it), even with none.
+    if let Value::Object(map) = &mut input {
+        map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+    }
     // A union of objects (read_file's) is still an object at the top, as MCP's outputSchema must be.
     if let Value::Object(map) = &mut output {
         if map.contains_key("anyOf") && !map.contains_key("type") {

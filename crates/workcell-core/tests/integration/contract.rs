@@ -23,6 +23,7 @@ fn every_tool_has_a_closed_object_input_and_an_output_without_refs() {
         let (input, output) = contract::tool_schemas(tool);
         assert_eq!(input["type"], "object", "{}", tool.name);
         assert_eq!(input["additionalProperties"], false, "{}", tool.name);
+        assert!(input["properties"].is_object(), "{}: parameters list their properties", tool.name);
         let text = serde_json::to_string(&output).unwrap();
         assert!(!text.contains("$ref") && !text.contains("\"description\""), "{}: {text}", tool.name);
     }
