@@ -284,17 +284,8 @@ export interface NodeProcessOutput {
   /** What confined the child. */
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
-  network?: {
-    /** Requests and tunnels the allowlist let through (whether the destination then answered or not). */
-    allowed: number;
-    /** Requests refused: not listed, a non-public address, malformed, oversized, over the cap. */
-    refused: number;
-  };
-  denials?: {
-    /** `"write"`, `"read"` or `"network"`. */
-    kind: "write" | "read" | "network";
-    path?: string;
-  }[];
+  network?: NetworkCounts;
+  denials?: SandboxDenial[];
   /** The next step when the sandbox refused something. */
   note?: string;
 }
@@ -319,24 +310,30 @@ export interface SandboxReport {
 
 /** The `sandbox.limits` field of a result. */
 export interface SandboxLimitsReport {
-  /** One limit as enforced. */
-  processes: {
-    max: number;
-    /** How a limit is enforced. */
-    by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
-  };
-  /** One limit as enforced. */
-  memoryBytes: {
-    max: number;
-    /** How a limit is enforced. */
-    by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
-  };
-  /** One limit as enforced. */
-  fileBytes: {
-    max: number;
-    /** How a limit is enforced. */
-    by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
-  };
+  processes: SandboxLimitReport;
+  memoryBytes: SandboxLimitReport;
+  fileBytes: SandboxLimitReport;
+}
+
+/** One limit as enforced. */
+export interface SandboxLimitReport {
+  max: number;
+  /** How a limit is enforced. */
+  by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
+}
+
+/** The connections of one call: what was let through and what was refused. */
+export interface NetworkCounts {
+  /** Requests and tunnels the allowlist let through (whether the destination then answered or not). */
+  allowed: number;
+  /** Requests refused: not listed, a non-public address, malformed, oversized, over the cap. */
+  refused: number;
+}
+
+export interface SandboxDenial {
+  /** `"write"`, `"read"` or `"network"`. */
+  kind: "write" | "read" | "network";
+  path?: string;
 }
 
 /** A process tool's result as the tool returns it: the core's result and the sandbox denials
@@ -358,18 +355,9 @@ export interface RunCommandOutput {
   /** What confined the command. */
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
-  network?: {
-    /** Requests and tunnels the allowlist let through (whether the destination then answered or not). */
-    allowed: number;
-    /** Requests refused: not listed, a non-public address, malformed, oversized, over the cap. */
-    refused: number;
-  };
+  network?: NetworkCounts;
   /** What the sandbox refused, as the output shows it (with a `note` on the next step). */
-  denials?: {
-    /** `"write"`, `"read"` or `"network"`. */
-    kind: "write" | "read" | "network";
-    path?: string;
-  }[];
+  denials?: SandboxDenial[];
 }
 
 /** A process tool's result as the tool returns it: the core's result and the sandbox denials
@@ -394,18 +382,9 @@ export interface RunTestsOutput {
   /** What confined the runner. */
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
-  network?: {
-    /** Requests and tunnels the allowlist let through (whether the destination then answered or not). */
-    allowed: number;
-    /** Requests refused: not listed, a non-public address, malformed, oversized, over the cap. */
-    refused: number;
-  };
+  network?: NetworkCounts;
   /** What the sandbox refused, as the output shows it (with a `note` on the next step). */
-  denials?: {
-    /** `"write"`, `"read"` or `"network"`. */
-    kind: "write" | "read" | "network";
-    path?: string;
-  }[];
+  denials?: SandboxDenial[];
 }
 
 /** start_process, read_process and stop_process. */
@@ -428,11 +407,7 @@ export interface ProcessOutput {
   sandbox: SandboxReport;
   note?: string;
   /** What the sandbox refused, as the output shows it (with a `note` on the next step). */
-  denials?: {
-    /** `"write"`, `"read"` or `"network"`. */
-    kind: "write" | "read" | "network";
-    path?: string;
-  }[];
+  denials?: SandboxDenial[];
 }
 
 /** What write_process returns. */

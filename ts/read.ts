@@ -11,10 +11,11 @@ export type ReadInput = ReadFileInput;
 /**
  * Without `offset` / `limit`: `{ path, content, bytes }`, the whole file (`bytes` = its UTF-8
  * byte length). With either: a window of whole lines (each with its line terminator, so
- * consecutive windows concatenate to the file), and the window fields below; `bytes` is then
- * the byte length of `content`.
+ * consecutive windows concatenate to the file), and the window fields (`ReadFileWindow`);
+ * `bytes` is then the byte length of `content`. One type for both (the window fields optional);
+ * `ReadFileOutput` is the exact union, an image included.
  */
-export type ReadOutput = ReadFileText | ReadFileWindow;
+export type ReadOutput = ReadFileText & Partial<Omit<ReadFileWindow, keyof ReadFileText>>;
 
 export { isImageOutput, MAX_IMAGE_BYTES, type ReadImageOutput } from "./image.js";
 import type { ReadImageOutput } from "./image.js";

@@ -6,8 +6,7 @@ import { DEFAULT_PROTECT } from "./guard.js";
 import { binding } from "./native.js";
 import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
 import type { SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
-import type { RunCommandOutput, SandboxLimitsReport, SandboxReport } from "./generated/contract.js";
-export type { SandboxLimitsReport, SandboxReport } from "./generated/contract.js";
+export type { NetworkCounts, SandboxLimitReport, SandboxLimitsReport, SandboxReport } from "./generated/contract.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
 export type SandboxMode = "auto" | "required" | "off";
@@ -62,8 +61,6 @@ export interface SandboxLimitOptions {
   fileBytes?: number;
 }
 
-/** How one cap was enforced. */
-export type SandboxLimitReport = SandboxLimitsReport["processes"];
 
 
 /** The default caps on this machine, from the core. */
@@ -77,8 +74,6 @@ export interface NetworkAllow {
   allow: readonly string[];
 }
 
-/** The connections of a call with `network: { allow }` (the result's `network`). */
-export type NetworkCounts = NonNullable<RunCommandOutput["network"]>;
 
 export interface SandboxFeatureOverride {
   landlockAbi?: number | null;
@@ -271,28 +266,6 @@ export function nodePermissionSupport(): NodePermissionSupport | undefined {
         : null;
   }
   return permission ?? undefined;
-}
-
-/** Converts the native report. */
-export function toSandboxReport(r: {
-  landlockAbi?: number | null;
-  filesystem: string;
-  network: string;
-  processes: string;
-  nodePermission: boolean;
-  limits: { processes: { max: number; by: string }; memoryBytes: { max: number; by: string }; fileBytes: { max: number; by: string } };
-  protect: string;
-}): SandboxReport {
-  const limit = (l: { max: number; by: string }): SandboxLimitReport => ({ max: l.max, by: l.by as SandboxLimitReport["by"] });
-  return {
-    landlockAbi: r.landlockAbi ?? null,
-    filesystem: r.filesystem as SandboxReport["filesystem"],
-    network: r.network as SandboxReport["network"],
-    processes: r.processes as SandboxReport["processes"],
-    nodePermission: r.nodePermission,
-    limits: { processes: limit(r.limits.processes), memoryBytes: limit(r.limits.memoryBytes), fileBytes: limit(r.limits.fileBytes) },
-    protect: r.protect as SandboxReport["protect"],
-  };
 }
 
 /**

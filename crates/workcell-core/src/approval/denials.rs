@@ -28,7 +28,7 @@ pub const MAX_DENIALS: usize = 8;
 pub const MAX_DENIAL_PATH: usize = 512;
 
 #[derive(Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
-#[schemars(inline)]
+#[schemars(rename = "SandboxDenial")]
 pub struct Denial {
     /// `"write"`, `"read"` or `"network"`.
     #[schemars(extend("enum" = ["write", "read", "network"]))]

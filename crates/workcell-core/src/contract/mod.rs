@@ -175,6 +175,8 @@ pub fn tool_schemas(tool: &ToolShapes) -> (Value, Value) {
     if let Value::Object(map) = &mut input {
         map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
     }
+    drop_count_minimum(&mut output);
+    share_repeats(&mut output);
     // A union of objects (read_file's) is still an object at the top, as MCP's outputSchema must be.
     if let Value::Object(map) = &mut output {
         if map.contains_key("anyOf") && !map.contains_key("type") {
@@ -182,6 +184,69 @@ pub fn tool_schemas(tool: &ToolShapes) -> (Value, Value) {
         }
     }
     (input, output)
+}
+
+/// A result's counts are `integer`: the `minimum: 0` of an unsigned type says nothing a reader
+/// of a result needs (results are the core's own), and costs bytes in every listing.
+fn drop_count_minimum(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("minimum") == Some(&Value::from(0)) {
+                map.remove("minimum");
+            }
+            map.values_mut().for_each(drop_count_minimum);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_count_minimum),
+        _ => {}
+    }
+}
+
+/// A subschema that stands more than once in `schema` (the sandbox report's three limits) is
+/// said once, in `$defs`, and referred to: the schema stays self-contained and exact, shorter.
+fn share_repeats(schema: &mut Value) {
+    fn count(v: &Value, seen: &mut std::collections::HashMap<String, usize>) {
+        match v {
+            Value::Object(map) => {
+                let text = v.to_string();
+                if text.len() > 64 && map.contains_key("type") {
+                    *seen.entry(text).or_default() += 1;
+                }
+                map.values().for_each(|v| count(v, seen));
+            }
+            Value::Array(items) => items.iter().for_each(|v| count(v, seen)),
+            _ => {}
+        }
+    }
+    fn replace(v: &mut Value, names: &[(String, String)], used: &mut std::collections::BTreeSet<usize>) {
+        let text = v.to_string();
+        if let Some(i) = names.iter().position(|(t, _)| *t == text) {
+            *v = serde_json::json!({ "$ref": format!("#/$defs/{}", names[i].1) });
+            used.insert(i);
+            return;
+        }
+        match v {
+            Value::Object(map) => map.values_mut().for_each(|v| replace(v, names, used)),
+            Value::Array(items) => items.iter_mut().for_each(|v| replace(v, names, used)),
+            _ => {}
+        }
+    }
+    let mut seen = std::collections::HashMap::new();
+    count(schema, &mut seen);
+    let mut repeated: Vec<String> = seen.into_iter().filter(|(_, n)| *n > 1).map(|(t, _)| t).collect();
+    // The largest first, in a stable order; a repeat inside another repeat is shared with it.
+    repeated.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    let names: Vec<(String, String)> = repeated.into_iter().enumerate().map(|(i, t)| (t, format!("s{i}"))).collect();
+    // A def named by its place among the repeats: `s0` is the largest.
+    if names.is_empty() {
+        return;
+    }
+    let mut used = std::collections::BTreeSet::new();
+    replace(schema, &names, &mut used);
+    // Only what the schema refers to (a repeat inside a shared one stays inside it).
+    let defs: Map<String, Value> = used.iter().map(|&i| (names[i].1.clone(), serde_json::from_str(&names[i].0).expect("a schema"))).collect();
+    if let Value::Object(map) = schema {
+        map.insert("$defs".into(), Value::Object(defs));
+    }
 }
 
 /// The JSON Schema of an input `T`, self-contained and compacted (for shapes that are no tool's).

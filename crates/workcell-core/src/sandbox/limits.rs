@@ -102,7 +102,7 @@ impl By {
 
 /// One limit as enforced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[schemars(inline)]
+#[schemars(rename = "SandboxLimitReport")]
 pub struct Enforced {
     #[serde(serialize_with = "crate::json::number")]
     pub max: u64,
