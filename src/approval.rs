@@ -37,7 +37,7 @@ fn max(m: Option<u32>) -> usize {
 #[napi]
 impl NativeWorkspace {
     /// write_file's change, computed without effects: `{ summary, diff, files }` or `{ error }`.
-    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; diffs?: { path: string; diff: string; added: number; removed: number }[]; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.ApprovalPreview>>")]
     #[allow(clippy::too_many_arguments)]
     pub fn preview_write<'env>(
         &self,
@@ -55,7 +55,7 @@ impl NativeWorkspace {
     }
 
     /// edit_file's change, computed without effects.
-    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; diffs?: { path: string; diff: string; added: number; removed: number }[]; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.ApprovalPreview>>")]
     #[allow(clippy::too_many_arguments)]
     pub fn preview_edit<'env>(
         &self,
@@ -80,7 +80,7 @@ impl NativeWorkspace {
     }
 
     /// apply_patch's change, computed without effects (every file; a move's both names).
-    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; diffs?: { path: string; diff: string; added: number; removed: number }[]; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.ApprovalPreview>>")]
     pub fn preview_patch<'env>(
         &self,
         env: &'env Env,
@@ -95,7 +95,7 @@ impl NativeWorkspace {
     }
 
     /// move_file's change, computed without effects.
-    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; diffs?: { path: string; diff: string; added: number; removed: number }[]; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.ApprovalPreview>>")]
     pub fn preview_move<'env>(
         &self,
         env: &'env Env,
@@ -111,7 +111,7 @@ impl NativeWorkspace {
     }
 
     /// delete_file's change, computed without effects.
-    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; diffs?: { path: string; diff: string; added: number; removed: number }[]; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.ApprovalPreview>>")]
     pub fn preview_delete<'env>(
         &self,
         env: &'env Env,
@@ -124,7 +124,7 @@ impl NativeWorkspace {
     }
 
     /// make_directory's change, computed without effects.
-    #[napi(ts_return_type = "Promise<{ ok: { summary: string; diff?: string; diffs?: { path: string; diff: string; added: number; removed: number }[]; files: { path: string; hash: string }[] } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.ApprovalPreview>>")]
     pub fn preview_make_directory<'env>(
         &self,
         env: &'env Env,

@@ -33,7 +33,7 @@ impl NativeWorkspace {
     /// unusable.
     #[napi(
         ts_args_type = "argv: Array<string>, cwd: string | undefined | null, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null",
-        ts_return_type = r#"Promise<{ ok: { exitCode: number | null; signal: string | null; output: string; truncated: boolean; omittedBytes: number; timedOut: boolean; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#
+        ts_return_type = "Promise<C.Outcome<Omit<C.RunCommandOutput, \"denials\">>>"
     )]
     pub fn run_command<'env>(
         &self,

@@ -36,7 +36,7 @@ pub fn check_edit_arguments(path: Utf16String, edits: Vec<EditArg>, max_bytes: O
 impl NativeWorkspace {
     /// edit_file: resolves to `{ ok: { path, edits, bytes, diff } }` or to `{ error }`; never rejects.
     /// Takes its place in the target's write queue synchronously (shared with write_file).
-    #[napi(ts_return_type = "Promise<{ ok: { path: string; edits: number; bytes: number; diff: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.EditFileOutput>>")]
     #[allow(clippy::too_many_arguments)]
     pub fn edit_file<'env>(
         &self,

@@ -27,7 +27,7 @@ pub fn check_name_argument(path: Utf16String) -> napi::Result<String> {
 #[napi]
 impl NativeWorkspace {
     /// move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<{ ok: { from: string; to: string; replaced: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.MoveFileOutput>>")]
     pub fn move_file<'env>(
         &self,
         env: &'env Env,
@@ -48,7 +48,7 @@ impl NativeWorkspace {
     }
 
     /// delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<{ ok: { path: string; kind: \"file\" | \"symlink\" | \"directory\" } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.DeleteFileOutput>>")]
     pub fn delete_file<'env>(
         &self,
         env: &'env Env,
@@ -64,7 +64,7 @@ impl NativeWorkspace {
     }
 
     /// make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`.
-    #[napi(ts_return_type = "Promise<{ ok: { path: string; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.MakeDirectoryOutput>>")]
     pub fn make_directory<'env>(
         &self,
         env: &'env Env,

@@ -12,7 +12,7 @@ use crate::workspace::{cancel_of, CancelHandle};
 /// or the hex SHA-256 of the content) or to `{ error }`; never rejects. Opens the root, hashes
 /// and closes the root again within the call, so that a host hashing many paths never
 /// accumulates open descriptors waiting for garbage collection.
-#[napi(ts_return_type = "Promise<{ ok: string } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+#[napi(ts_return_type = "Promise<C.Outcome<string>>")]
 pub fn hash_file<'env>(env: &'env Env, root: String, path: Utf16String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
     let (path, cancel) = (strict_string(path), cancel_of(cancel));
     on_pool(env, Lane::File, move || {

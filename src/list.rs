@@ -13,7 +13,7 @@ impl NativeWorkspace {
     /// list_files: resolves to `{ ok: { path, entries, truncated, notShown, note? } }` or to
     /// `{ error }`; never rejects.
     #[napi(
-        ts_return_type = "Promise<{ ok: { path: string; entries: Array<string>; truncated: boolean; notShown: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+        ts_return_type = "Promise<C.Outcome<C.ListFilesOutput>>"
     )]
     pub fn list_files<'env>(
         &self,

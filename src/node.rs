@@ -48,7 +48,7 @@ impl NativeWorkspace {
     /// `options` (the core's `NodeOptions` as JSON) are unusable.
     #[napi(
         ts_args_type = "source: string, arguments: Array<string>, options: object, cancel?: CancelHandle | undefined | null",
-        ts_return_type = r#"Promise<{ ok: { exitCode: number | null; signal: string | null; stdout: string; stderr: string; stdoutTruncated: boolean; stderrTruncated: boolean; timedOut: boolean; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#
+        ts_return_type = "Promise<C.Outcome<Omit<C.NodeProcessOutput, \"denials\" | \"note\">>>"
     )]
     pub fn node_process<'env>(
         &self,

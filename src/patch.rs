@@ -39,7 +39,7 @@ impl NativeWorkspace {
     /// apply_patch: resolves to `{ ok: { files, diff, note? } }` or to `{ error }`; never rejects. Its
     /// places in the targets' write queues are taken synchronously, here.
     #[napi(
-        ts_return_type = "Promise<{ ok: { files: { path: string; action: \"add\" | \"delete\" | \"update\"; movedTo?: string; bytes?: number }[]; diff: string; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+        ts_return_type = "Promise<C.Outcome<C.ApplyPatchOutput>>"
     )]
     pub fn apply_patch<'env>(
         &self,

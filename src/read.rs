@@ -12,7 +12,7 @@ impl NativeWorkspace {
     /// read_file: resolves to `{ ok: { path, content, bytes, hash } }` (an image:
     /// `{ ok: { path, mimeType, data, bytes, hash } }`) or to `{ error }`; never rejects.
     #[napi(
-        ts_return_type = "Promise<{ ok: { path: string; content: string; bytes: number; hash: string } | { path: string; mimeType: string; data: string; bytes: number; hash: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+        ts_return_type = "Promise<C.Outcome<C.ReadResult>>"
     )]
     pub fn read_file<'env>(&self, env: &'env Env, path: Utf16String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (ws, path, cancel) = (self.ws.clone(), strict_string(path), cancel_of(cancel));
@@ -24,7 +24,7 @@ impl NativeWorkspace {
 
     /// read_file with `offset` / `limit`: a window of lines; resolves to `{ ok }` or `{ error }`.
     #[napi(
-        ts_return_type = "Promise<{ ok: { path: string; content: string; bytes: number; hash: string; fileBytes: number; offset: number; lines: number; nextOffset?: number; totalLines?: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+        ts_return_type = "Promise<C.Outcome<C.ReadFileWindow>>"
     )]
     pub fn read_file_window<'env>(
         &self,

@@ -32,7 +32,7 @@ impl NativeWorkspace {
     /// error.
     #[napi(
         ts_args_type = "runner: string, args: Array<string>, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null",
-        ts_return_type = r#"Promise<{ ok: { status: "passed" | "failed" | "incomplete"; report: string; passed: number; failed: number; skipped: number; failures: { name: string; file?: string; output: string }[]; buildErrors: string[]; exitCode: number | null; durationMs: number; timeoutMs: number; note?: string; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#
+        ts_return_type = "Promise<C.Outcome<Omit<C.RunTestsOutput, \"denials\">>>"
     )]
     pub fn run_tests<'env>(
         &self,

@@ -21,7 +21,7 @@ impl NativeWorkspace {
     /// search_files: resolves to `{ ok: { matches, truncated, filesSearched, note? } }` or to
     /// `{ error }`; never rejects.
     #[napi(
-        ts_return_type = "Promise<{ ok: { matches: Array<string>; truncated: boolean; filesSearched: number; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
+        ts_return_type = "Promise<C.Outcome<C.SearchFilesOutput>>"
     )]
     pub fn search_files<'env>(
         &self,

@@ -10,7 +10,7 @@ use napi::Env;
 use napi_derive::napi;
 use serde::Serialize;
 use workcell_core::api::sandbox::GrantRequest;
-use workcell_core::api::session::ProcessList;
+use workcell_core::api::session::{ProcessList, Written};
 use workcell_core::api::session::{ProcessTable, ReadRequest, SessionOptions, StartRequest};
 use workcell_core::api::{Error, Reason};
 
@@ -174,7 +174,7 @@ impl NativeProcessTable {
     }
 
     /// start_process; `grants` (approved) widen the table's sandbox options for this session.
-    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
+    #[napi(ts_return_type = "Promise<C.Outcome<Omit<C.ProcessOutput, \"denials\">>>")]
     #[allow(clippy::too_many_arguments)]
     pub fn start<'env>(
         &self,
@@ -196,7 +196,7 @@ impl NativeProcessTable {
         })
     }
 
-    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
+    #[napi(ts_return_type = "Promise<C.Outcome<Omit<C.ProcessOutput, \"denials\">>>")]
     pub fn read<'env>(
         &self,
         env: &'env Env,
@@ -211,7 +211,7 @@ impl NativeProcessTable {
         spawn_json(env, req, move |req| async move { t.read(&req, &cancel).await })
     }
 
-    #[napi(ts_return_type = "Promise<{ ok: { id: string; bytes: number } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.WriteProcessOutput>>")]
     pub fn write<'env>(
         &self,
         env: &'env Env,
@@ -227,7 +227,7 @@ impl NativeProcessTable {
         })
     }
 
-    #[napi(ts_return_type = r#"Promise<{ ok: { id: string; running: boolean; exitCode: number | null; signal: string | null; output: string; cursor: number; omittedBytes: number; matched: boolean; alerts: { keyword: string; line: string }[]; alertsOmitted: number; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"#)]
+    #[napi(ts_return_type = "Promise<C.Outcome<Omit<C.ProcessOutput, \"denials\">>>")]
     pub fn stop<'env>(
         &self,
         env: &'env Env,
@@ -239,23 +239,16 @@ impl NativeProcessTable {
         spawn_json(env, Ok(()), move |()| async move { t.stop(&id, signal.as_deref(), &cancel).await })
     }
 
-    #[napi(ts_return_type = "{ processes: { id: string; argv: string[]; running: boolean; exitCode: number | null; signal: string | null; startedAt: string; durationMs: number }[] }")]
+    #[napi(ts_return_type = "C.ListProcessesOutput")]
     pub fn list(&self) -> Json<ProcessList> {
         Json(ProcessList { processes: self.table.list() })
     }
 
     /// Ends every process and refuses new ones; resolves once every tree is gone, with the ids
     /// of the processes still ending after the bound (normally none).
-    #[napi(ts_return_type = "Promise<{ ok: string[] } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<string[]>>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json<Outcome<Vec<String>>>>> {
         let t = Arc::clone(&self.table);
         spawn_json(env, Ok(()), move |()| async move { Ok(t.close().await) })
     }
-}
-
-/// What write_process returns.
-#[derive(Serialize)]
-pub struct Written {
-    id: String,
-    bytes: u64,
 }

@@ -25,7 +25,7 @@ impl NativeWorkspace {
     /// The call's place in the per-target queue is taken synchronously, here, so writes run in
     /// call order; all filesystem work happens off the JS thread (usually on one blocking-pool
     /// thread, which settles the promise directly).
-    #[napi(ts_return_type = "Promise<{ ok: { path: string; bytes: number; created: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.WriteFileOutput>>")]
     #[allow(clippy::too_many_arguments)]
     pub fn write_file<'env>(
         &self,

@@ -98,4 +98,16 @@ describe("outputSchema", () => {
     check(run, out);
     expect(() => check(run, { ...(out as object), sandbox: { ...(out as { sandbox: object }).sandbox, network: "sideways" } })).toThrow(/outputSchema/);
   });
+
+  test("the sandbox report's schema is exact: limits required, no field it does not name", async () => {
+    const { root } = await tempWorkspace();
+    const run = createCodingTools(root).find((t) => t.name === "run_command")!;
+    const out = (await run.execute({ argv: ["echo"] }, { signal: new AbortController().signal })) as { sandbox: Record<string, unknown> };
+    check(run, out);
+    const { limits: _limits, ...withoutLimits } = out.sandbox;
+    expect(() => check(run, { ...out, sandbox: withoutLimits })).toThrow(/outputSchema/);
+    expect(() => check(run, { ...out, sandbox: { ...out.sandbox, cgroup: "v2" } })).toThrow(/outputSchema/);
+    const limits = out.sandbox.limits as Record<string, { max: number; by: string }>;
+    expect(() => check(run, { ...out, sandbox: { ...out.sandbox, limits: { ...limits, processes: { ...limits.processes, by: "ulimit" } } } })).toThrow(/outputSchema/);
+  });
 });

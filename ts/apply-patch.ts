@@ -1,6 +1,6 @@
 import { binding, callCore, fromConversion, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { APPLY_PATCH_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
 import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -8,31 +8,10 @@ import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, toPreview, type WriteSpec } from "./approval.js";
+import type { ApplyPatchInput, ApplyPatchOutput } from "./generated/contract.js";
+export type { ApplyPatchInput, ApplyPatchOutput } from "./generated/contract.js";
 
-export interface ApplyPatchInput {
-  /** The patch text, from `*** Begin Patch` to `*** End Patch`. */
-  patch: string;
-  /** Apply only if each named file still has this approval hash (see `hashFile`); `"absent"` for a file that must not exist. */
-  expectedHashes?: Record<string, string>;
-}
-
-export interface PatchedFile {
-  /** The path as the patch names it (normalized). */
-  path: string;
-  action: "add" | "delete" | "update";
-  /** An Update's `*** Move to` path. */
-  movedTo?: string;
-  /** UTF-8 byte length of the file after the patch (absent for a delete). */
-  bytes?: number;
-}
-
-export interface ApplyPatchOutput {
-  files: PatchedFile[];
-  /** Unified diff of every file (LF, 3 lines of context), cut at 8 KiB with a note; `diff omitted` for a change too large to diff. */
-  diff: string;
-  /** Set when a hunk matched only while ignoring whitespace or Unicode punctuation. */
-  note?: string;
-}
+export type PatchedFile = ApplyPatchOutput["files"][number];
 
 /** Largest patch accepted, in UTF-8 bytes, and most files per patch. */
 export const MAX_PATCH_BYTES = 262_144;
@@ -50,18 +29,10 @@ export const APPLY_PATCH_OPTIONS = declareOptions("createApplyPatchTool", {
   maxContentBytes: MAX_CONTENT_BYTES_OPTION,
 } as const satisfies OptionSpecOf<ApplyPatchToolOptions>);
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    patch: { type: "string", description: "The patch, from *** Begin Patch to *** End Patch." },
-    expectedHashes: {
-      type: "object",
-      description: 'Optional: { path: hash } from read_file; the patch applies only if each file still has it ("absent": must not exist).',
-    },
-  },
-  required: ["patch"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.apply_patch.input, {
+  patch: "The patch, from *** Begin Patch to *** End Patch.",
+  expectedHashes: 'Optional: { path: hash } from read_file; the patch applies only if each file still has it ("absent": must not exist).',
+});
 
 const DESCRIPTION = [
   "Apply a patch to several files at once, all or nothing. Format:",
@@ -136,7 +107,7 @@ export function createApplyPatchTool(
     effect: "write",
     description: options.descriptions === "full" ? DESCRIPTION : COMPACT_DESCRIPTION,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: APPLY_PATCH_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.apply_patch.output,
     validate(input: unknown): ApplyPatchInput {
       checkSchema(parameters, input);
       const { patch, expectedHashes } = input as ApplyPatchInput;

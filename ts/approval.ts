@@ -3,6 +3,7 @@
 // (crates/workcell-core/src/approval/: previews, rule matching, denial hints; the hash checks
 // under the targets' locks; grant paths resolved and enforced by the sandbox); this file asks
 // the host's `approve`, keeps remembered grants and reports audit events.
+import { GRANTS_SCHEMA as GENERATED_GRANTS_SCHEMA } from "./generated/contract.js";
 import { ArgumentsReason, ErrorCode, ToolError, abortError, invalidArguments, isAbortError } from "./errors.js";
 import { binding, fromThrown } from "./native.js";
 import type { NativeSandboxOptions, SandboxReport } from "./sandbox.js";
@@ -286,27 +287,19 @@ function isFunction(v: unknown): v is (...args: never[]) => unknown {
   return typeof v === "function";
 }
 
-const MAX_GRANT_PATHS = 16;
+const MAX_GRANT_PATHS = GENERATED_GRANTS_SCHEMA.properties.writePaths.maxItems;
 
-/** The JSON Schema of `grants` (added to a process tool's parameters where the host allows asking). */
+/** The JSON Schema of `grants` (a process tool's parameters have it where the host allows asking). */
 export const GRANTS_SCHEMA: JsonSchema = {
-  type: "object",
+  ...GENERATED_GRANTS_SCHEMA,
   description:
     "Only if the sandbox refused something the task needs: ask the user for more for this call. Absolute paths; sandbox \"off\" is the last resort.",
-  properties: {
-    writePaths: { type: "array", items: { type: "string" }, maxItems: MAX_GRANT_PATHS },
-    readPaths: { type: "array", items: { type: "string" }, maxItems: MAX_GRANT_PATHS },
-    network: { type: "boolean" },
-    sandbox: { type: "string", enum: ["off"] },
-  },
-  additionalProperties: false,
 };
 
-/** `parameters` with the `grants` property, when the host lets calls ask for grants. */
+/** `parameters` with the `grants` property when the host lets calls ask for grants, else without it. */
 export function withGrantsParameter(parameters: JsonSchema, gate: Gate): JsonSchema {
-  if (!gate.grantsAllowed) return parameters;
-  const p = parameters as { properties?: Record<string, JsonSchema> };
-  return { ...parameters, properties: { ...p.properties, grants: GRANTS_SCHEMA } } as JsonSchema;
+  const { grants: _, ...rest } = (parameters.properties ?? {}) as Record<string, JsonSchema>;
+  return { ...parameters, properties: gate.grantsAllowed ? { ...rest, grants: GRANTS_SCHEMA } : rest };
 }
 
 function grantPathList(value: unknown, name: string): string[] | undefined {

@@ -28,11 +28,11 @@ import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type Networ
 // The factories of the set and their types, exported by the package's entry point through
 // this module (ts/index.ts re-exports it): a tool added to the set is exported here.
 export { createReadTool, isImageOutput, MAX_IMAGE_BYTES } from "./read.js";
-export type { ReadInput, ReadOutput, ReadImageOutput, ReadToolOptions } from "./read.js";
+export type { ReadInput, ReadOutput, ReadImageOutput, ReadToolOptions, ReadFileInput, ReadFileOutput } from "./read.js";
 export { createWriteTool } from "./write.js";
-export type { WriteInput, WriteOutput, WriteToolOptions } from "./write.js";
+export type { WriteInput, WriteOutput, WriteToolOptions, WriteFileInput, WriteFileOutput } from "./write.js";
 export { createEditTool } from "./edit.js";
-export type { EditInput, EditOutput, EditToolOptions } from "./edit.js";
+export type { EditInput, EditOutput, EditToolOptions, EditFileInput, EditFileOutput } from "./edit.js";
 export { createApplyPatchTool, MAX_PATCH_BYTES, MAX_PATCH_FILES } from "./apply-patch.js";
 export type { ApplyPatchInput, ApplyPatchOutput, ApplyPatchToolOptions, PatchedFile } from "./apply-patch.js";
 export { createMoveFileTool, createDeleteFileTool, createMakeDirectoryTool } from "./file-ops.js";
@@ -48,9 +48,9 @@ export type {
 export { createNodeProcessTool } from "./node-process.js";
 export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
 export { createListTool } from "./list.js";
-export type { ListInput, ListOutput, ListToolOptions } from "./list.js";
+export type { ListInput, ListOutput, ListToolOptions, ListFilesInput, ListFilesOutput } from "./list.js";
 export { createSearchTool } from "./search.js";
-export type { SearchInput, SearchOutput, SearchToolOptions } from "./search.js";
+export type { SearchInput, SearchOutput, SearchToolOptions, SearchFilesInput, SearchFilesOutput } from "./search.js";
 export { createRunCommandTool } from "./run-command.js";
 export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from "./run-command.js";
 export { createRunTestsTool } from "./run-tests.js";

@@ -1,31 +1,19 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { COMPACT_PATH, pathProperty } from "./paths.js";
-import { EDIT_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { COMPACT_PATH } from "./paths.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
-import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, EXPECTED_HASH, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
+import type { EditFileInput, EditFileOutput } from "./generated/contract.js";
+export type { EditFileInput, EditFileOutput } from "./generated/contract.js";
 
-export interface EditInput {
-  path: string;
-  edits: { oldText: string; newText: string }[];
-  /** Edit only if the file still has this approval hash (see `hashFile`). */
-  expectedHash?: string;
-}
+export type EditInput = EditFileInput;
 
-export interface EditOutput {
-  /** The normalized path, as given. */
-  path: string;
-  /** Number of edits applied. */
-  edits: number;
-  /** UTF-8 byte length of the file after the edit. */
-  bytes: number;
-  /** Unified diff of the change (LF, 3 lines of context), cut at 8 KiB with a note. */
-  diff: string;
-}
+export type EditOutput = EditFileOutput;
 
 /** Most edits in one call. */
 export const MAX_EDITS = 50;
@@ -42,34 +30,13 @@ export const EDIT_OPTIONS = declareOptions("createEditTool", {
   maxContentBytes: MAX_CONTENT_BYTES_OPTION,
 } as const satisfies OptionSpecOf<EditToolOptions>);
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    path: pathProperty("The file to edit, relative to the workspace root, such as src/index.ts. It must exist."),
-    edits: {
-      type: "array",
-      description: `1 to ${MAX_EDITS} replacements, all located in the file as it is before this call.`,
-      minItems: 1,
-      maxItems: MAX_EDITS,
-      items: {
-        type: "object",
-        properties: {
-          oldText: {
-            type: "string",
-            minLength: 1,
-            description: "Text copied exactly from the file (whitespace and line breaks included); it must occur exactly once.",
-          },
-          newText: { type: "string", description: "The text that replaces oldText (may be empty to delete it)." },
-        },
-        required: ["oldText", "newText"],
-        additionalProperties: false,
-      },
-    },
-    expectedHash: expectedHashProperty,
-  },
-  required: ["path", "edits"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.edit_file.input, {
+  path: "The file to edit, relative to the workspace root, such as src/index.ts. It must exist.",
+  edits: `1 to ${MAX_EDITS} replacements, all located in the file as it is before this call.`,
+  "edits.oldText": "Text copied exactly from the file (whitespace and line breaks included); it must occur exactly once.",
+  "edits.newText": "The text that replaces oldText (may be empty to delete it).",
+  expectedHash: EXPECTED_HASH,
+});
 
 const compactParameters = withDescriptions(parameters, {
   path: COMPACT_PATH,
@@ -115,7 +82,7 @@ export function createEditTool(root: string, options: EditToolOptions = {}): Too
     effect: "write",
     description: options.descriptions === "full" ? describe(limit) : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: EDIT_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.edit_file.output,
     validate(input: unknown): EditInput {
       checkSchema(parameters, input);
       const { path, edits, expectedHash } = input as EditInput;

@@ -1,42 +1,15 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { MOVE_FILE_OUTPUT_SCHEMA, DELETE_FILE_OUTPUT_SCHEMA, MAKE_DIRECTORY_OUTPUT_SCHEMA } from "./output-schemas.js";
-import { pathProperty } from "./paths.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
+
 import type { Tool, ToolContext } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 
 import { Gate, attachHooks, hashList, toPreview, type WriteSpec } from "./approval.js";
-
-
-export interface MoveFileInput {
-  from: string;
-  to: string;
-  /** Replace what is at `to` (default false: FILE_EXISTS). */
-  overwrite?: boolean;
-}
-export interface MoveFileOutput {
-  from: string;
-  to: string;
-  /** Whether something at `to` was replaced. */
-  replaced: boolean;
-}
-export interface DeleteFileInput {
-  path: string;
-}
-export interface DeleteFileOutput {
-  path: string;
-  kind: "file" | "symlink" | "directory";
-}
-export interface MakeDirectoryInput {
-  path: string;
-}
-export interface MakeDirectoryOutput {
-  path: string;
-  /** Whether the directory did not exist before. */
-  created: boolean;
-}
+import type { DeleteFileInput, DeleteFileOutput, MakeDirectoryInput, MakeDirectoryOutput, MoveFileInput, MoveFileOutput } from "./generated/contract.js";
+export type { DeleteFileInput, DeleteFileOutput, MakeDirectoryInput, MakeDirectoryOutput, MoveFileInput, MoveFileOutput } from "./generated/contract.js";
 
 export interface FileOpsToolOptions extends WriteGuardOptions, CommonToolOptions {}
 
@@ -51,16 +24,11 @@ export const MAKE_DIRECTORY_OPTIONS = declareOptions("createMakeDirectoryTool", 
 
 type WriteTool<I, O> = Tool<I, O> & { readonly effect: "write" };
 
-const moveParameters: JsonSchema = {
-  type: "object",
-  properties: {
-    from: pathProperty("The file, symlink or directory to move, such as src/old.ts."),
-    to: pathProperty("Its new path, such as src/new.ts. Missing directories are created."),
-    overwrite: { type: "boolean", description: "Replace an existing file at to (default false)." },
-  },
-  required: ["from", "to"],
-  additionalProperties: false,
-};
+const moveParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.move_file.input, {
+  from: "The file, symlink or directory to move, such as src/old.ts.",
+  to: "Its new path, such as src/new.ts. Missing directories are created.",
+  overwrite: "Replace an existing file at to (default false).",
+});
 
 const compactMove = withDescriptions(moveParameters, { from: "The path to move, such as src/old.ts.", to: "Its new path.", overwrite: "Replace what is at to." });
 
@@ -87,7 +55,7 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
         ? "Move or rename a file, symlink or directory inside the workspace (a rename, never a copy). Fails with FILE_EXISTS if to exists, unless overwrite is true. Returns { from, to, replaced }."
         : "Move or rename a file, symlink or directory in the workspace.",
     parameters: options.descriptions === "full" ? moveParameters : compactMove,
-    outputSchema: MOVE_FILE_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.move_file.output,
     validate(input: unknown): MoveFileInput {
       checkSchema(moveParameters, input);
       const { from, to, overwrite } = input as MoveFileInput;
@@ -104,12 +72,9 @@ export function createMoveFileTool(root: string, options: FileOpsToolOptions = {
   }, gate.hooks("move_file", spec));
 }
 
-const deleteParameters: JsonSchema = {
-  type: "object",
-  properties: { path: pathProperty("The file, symlink or empty directory to delete, such as build/old.js.") },
-  required: ["path"],
-  additionalProperties: false,
-};
+const deleteParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.delete_file.input, {
+  path: "The file, symlink or empty directory to delete, such as build/old.js.",
+});
 
 const compactDelete = withDescriptions(deleteParameters, { path: "Relative to the workspace root." });
 
@@ -135,7 +100,7 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
         ? "Delete a file or symlink (the link itself, never its target), or an empty directory. Returns { path, kind }."
         : "Delete a file, a symlink (not its target) or an empty directory.",
     parameters: options.descriptions === "full" ? deleteParameters : compactDelete,
-    outputSchema: DELETE_FILE_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.delete_file.output,
     validate(input: unknown): DeleteFileInput {
       checkSchema(deleteParameters, input);
       const { path } = input as DeleteFileInput;
@@ -152,12 +117,9 @@ export function createDeleteFileTool(root: string, options: FileOpsToolOptions =
   }, gate.hooks("delete_file", spec));
 }
 
-const mkdirParameters: JsonSchema = {
-  type: "object",
-  properties: { path: pathProperty("The directory to create, with any missing parents, such as src/components.") },
-  required: ["path"],
-  additionalProperties: false,
-};
+const mkdirParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.make_directory.input, {
+  path: "The directory to create, with any missing parents, such as src/components.",
+});
 
 const compactMkdir = withDescriptions(mkdirParameters, { path: "Relative to the workspace root." });
 
@@ -186,7 +148,7 @@ export function createMakeDirectoryTool(
         ? "Create a directory and its missing parents. Returns { path, created } (false if it already existed)."
         : "Create a directory and its missing parents.",
     parameters: options.descriptions === "full" ? mkdirParameters : compactMkdir,
-    outputSchema: MAKE_DIRECTORY_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.make_directory.output,
     validate(input: unknown): MakeDirectoryInput {
       checkSchema(mkdirParameters, input);
       const { path } = input as MakeDirectoryInput;

@@ -47,9 +47,6 @@ export function makeWriteGuard(options: WriteGuardOptions): InstanceType<typeof 
 /** The compact description of `expectedHash`. */
 export const COMPACT_EXPECTED_HASH = 'Optional: read_file\'s hash; the call fails if the file changed since ("absent": must not exist).';
 
-/** The JSON Schema of the optional `expectedHash` property. */
-export const expectedHashProperty = {
-  type: "string",
-  description:
-    'Optional. Write only if the file still has this approval hash ("absent" for a file that must not exist yet); otherwise the call fails with TARGET_CHANGED and nothing is written.',
-} as const;
+/** The full description of the optional `expectedHash` property. */
+export const EXPECTED_HASH =
+  'Optional. Write only if the file still has this approval hash ("absent" for a file that must not exist yet); otherwise the call fails with TARGET_CHANGED and nothing is written.';

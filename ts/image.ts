@@ -1,3 +1,5 @@
+import type { ReadFileImage } from "./generated/contract.js";
+export type { ReadFileImage } from "./generated/contract.js";
 // Images as read_file returns them. No native code here, so the adapters can recognize an
 // image result without loading the addon.
 
@@ -5,18 +7,7 @@
  * What read_file returns for an image: a PNG, JPEG, GIF or WebP file (recognized by its first
  * bytes, never by its name) of at most 5 MiB, read whole (`offset` / `limit` are not used).
  */
-export interface ReadImageOutput {
-  /** The normalized path. */
-  path: string;
-  /** `image/png`, `image/jpeg`, `image/gif` or `image/webp`. */
-  mimeType: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
-  /** The file's bytes, base64 (standard alphabet, padded). */
-  data: string;
-  /** The file's size in bytes. */
-  bytes: number;
-  /** The `hashFile` string of the file. */
-  hash: string;
-}
+export type ReadImageOutput = ReadFileImage;
 
 /** Largest image read_file returns, in bytes (5 MiB). */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;

@@ -27,7 +27,15 @@ export type {
   ReadProcessInput,
   WriteProcessInput,
   StopProcessInput,
+  StartProcessOutput,
+  ReadProcessOutput,
+  WriteProcessOutput,
+  StopProcessOutput,
+  ListProcessesInput,
+  ListProcessesOutput,
 } from "./session.js";
+// Every tool's input and output by tool name, generated from the core's definitions.
+export type { ToolShapes } from "./generated/contract.js";
 export { sandboxDenials, withGrants } from "./approval.js";
 export type { ApprovalOptions, ApprovalRequest, ApprovalAnswer, Approve, ApprovalFor, ApprovalRule, AuditEvent, FileDiff as ApprovalFileDiff, Grants, RunGrants } from "./approval.js";
 export type { ProcessToolDefaults } from "./coding.js";

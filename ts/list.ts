@@ -1,38 +1,17 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { LIST_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
-import { pathProperty, validatePath } from "./paths.js";
+import { validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
+import type { ListFilesInput, ListFilesOutput } from "./generated/contract.js";
+export type { ListFilesInput, ListFilesOutput } from "./generated/contract.js";
 
-export interface ListInput {
-  /** The directory to list; the workspace root when absent. */
-  path?: string;
-  /** Levels shown: 1 = the directory's own entries. Default 2, at most 10. */
-  depth?: number;
-  /** Most entries shown. Default 500, at most 5,000. */
-  limit?: number;
-  /** Leave out what `.gitignore` files ignore (and `.git`). Default true. */
-  gitignore?: boolean;
-}
+export type ListInput = ListFilesInput;
 
-export interface ListOutput {
-  /** The listed directory, normalized (`.` for the root). */
-  path: string;
-  /**
-   * Workspace-relative entries in tree order: `dir/`, `file`, `link -> target` (a symlink with
-   * its target text, never followed), `name [fifo]` (or socket, character device, ...).
-   */
-  entries: string[];
-  /** True when some entries were not shown. */
-  truncated: boolean;
-  /** How many entries were not shown (a lower bound when the walk stopped early). */
-  notShown: number;
-  /** Why entries are missing and what to do about it. */
-  note?: string;
-}
+export type ListOutput = ListFilesOutput;
 
 export interface ListToolOptions extends CommonToolOptions {}
 
@@ -50,24 +29,12 @@ export function validateStartPath(path: string, where: string): string | undefin
   return validatePath(path, where);
 }
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    path: pathProperty("The directory to list, relative to the workspace root, such as src. Omit it (or pass .) to list the root."),
-    depth: {
-      type: "integer",
-      minimum: 1,
-      maximum: 10,
-      description: "How many levels to show: 1 lists only the directory's own entries. Default 2.",
-    },
-    limit: { type: "integer", minimum: 1, maximum: 5000, description: "Most entries to show. Default 500." },
-    gitignore: {
-      type: "boolean",
-      description: "Leave out files that .gitignore ignores, and the .git directory. Default true; false shows everything.",
-    },
-  },
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.list_files.input, {
+  path: "The directory to list, relative to the workspace root, such as src. Omit it (or pass .) to list the root.",
+  depth: "How many levels to show: 1 lists only the directory's own entries. Default 2.",
+  limit: "Most entries to show. Default 500.",
+  gitignore: "Leave out files that .gitignore ignores, and the .git directory. Default true; false shows everything.",
+});
 
 const description = [
   "List the files and directories beneath a directory of the workspace (the root by default).",
@@ -97,7 +64,7 @@ export function createListTool(root: string, options: ListToolOptions = {}): Too
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: LIST_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.list_files.output,
     validate(input: unknown): ListInput {
       checkSchema(parameters, input);
       const { path, depth, limit, gitignore } = input as ListInput;

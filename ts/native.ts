@@ -26,16 +26,8 @@ export type CancelHandle = Binding.CancelHandle;
 export type NativeWorkspace = Binding.NativeWorkspace;
 export type { NativeError };
 
-/** A tool error as the core serializes it. */
-export interface CoreError {
-  code: string;
-  message: string;
-  hint?: string;
-  details?: unknown;
-}
-
-/** What a call passed through from the core resolves to. */
-export type Outcome<T> = { ok: T } | { error: CoreError };
+import type { CoreError, Outcome } from "./generated/contract.js";
+export type { CoreError, Outcome } from "./generated/contract.js";
 
 /** Converts a native error into a ToolError (or an AbortError for a cancellation). */
 export function fromNative(error: NativeError | CoreError, signal?: AbortSignal): Error {

@@ -1,40 +1,13 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, type NativeSandboxOptions, type NodePermissionSupport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
-import { NODE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
-
-export interface NodeProcessInput {
-  /** CommonJS source, at most 32,768 UTF-8 bytes. */
-  source: string;
-  /** What the script sees as `process.argv.slice(1)`. */
-  arguments?: string[];
-  /** More than the sandbox options allow, for this call (asked of the user; see the README). */
-  grants?: Grants;
-}
-
-export interface NodeProcessOutput {
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  stdoutTruncated: boolean;
-  stderrTruncated: boolean;
-  /** Always false in a result: a timeout is the `NODE_PROCESS_TIMEOUT` error. */
-  timedOut: boolean;
-  durationMs: number;
-  /** What the sandbox refused, when the confined process failed and its output shows it (see `note`). */
-  denials?: { kind: "write" | "read" | "network"; path?: string }[];
-  /** The next step when the sandbox refused something (with `denials`). */
-  note?: string;
-  /** What confined the script: see the README's sandbox section. */
-  sandbox: SandboxReport;
-  /** With `network: { allow }`: the connections through the proxy. */
-  network?: NetworkCounts;
-}
+import type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.js";
+export type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.js";
 
 export interface NodeProcessToolOptions extends SandboxToolOptions, CommonToolOptions {
   /** Time the script may run, from its spawn (default 500 ms). */
@@ -80,23 +53,10 @@ export const NODE_PROCESS_OPTIONS = declareOptions("createNodeProcessTool", {
   reaper: option.enum(["auto", "pidfd", "thread"], "how child exits are observed"),
 } as const satisfies OptionSpecOf<NodeProcessToolOptions>);
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    source: {
-      type: "string",
-      description: "The JavaScript to run, as a CommonJS module (use require). At most 32,768 UTF-8 bytes.",
-    },
-    arguments: {
-      type: "array",
-      items: { type: "string" },
-      description:
-        "Strings the script receives as process.argv.slice(1), exactly as given. At most 32, each at most 2,048 UTF-8 bytes, 8,192 together; no NUL characters.",
-    },
-  },
-  required: ["source"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.node_process.input, {
+  source: "The JavaScript to run, as a CommonJS module (use require). At most 32,768 UTF-8 bytes.",
+  arguments: "Strings the script receives as process.argv.slice(1), exactly as given. At most 32, each at most 2,048 UTF-8 bytes, 8,192 together; no NUL characters.",
+});
 
 const compactParameters = withDescriptions(parameters, {
   source: "CommonJS source (require; no top-level await).",
@@ -225,7 +185,7 @@ export function createNodeProcessTool(
         ? describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
         : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
     parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
-    outputSchema: NODE_PROCESS_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.node_process.output,
     validate(raw: unknown): NodeProcessInput {
       const { rest: input, grants } = gate.splitGrants(raw);
       checkSchema(parameters, input);

@@ -1,10 +1,6 @@
 import { binding, fromThrown } from "./native.js";
 import type { JsonSchema } from "./schema.js";
 
-/** The JSON Schema of a workspace-relative path property. */
-export function pathProperty(description: string): JsonSchema {
-  return { type: "string", description };
-}
 
 /**
  * Applies the path grammar (in Rust) to `path` and returns its normalized form. Throws

@@ -1,48 +1,27 @@
 import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { COMPACT_PATH, pathProperty, validatePath } from "./paths.js";
-import { READ_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { COMPACT_PATH, validatePath } from "./paths.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 
-export interface ReadInput {
-  path: string;
-  /** First line of a window, from 1. With `offset` or `limit`, a window of lines is read. */
-  offset?: number;
-  /** Most lines in the window. */
-  limit?: number;
-}
+export type ReadInput = ReadFileInput;
 
 /**
  * Without `offset` / `limit`: `{ path, content, bytes }`, the whole file (`bytes` = its UTF-8
  * byte length). With either: a window of whole lines (each with its line terminator, so
- * consecutive windows concatenate to the file), and the window fields below; `bytes` is then
- * the byte length of `content`.
+ * consecutive windows concatenate to the file), and the window fields (`ReadFileWindow`);
+ * `bytes` is then the byte length of `content`. One type for both (the window fields optional);
+ * `ReadFileOutput` is the exact union, an image included.
  */
-export interface ReadOutput {
-  /** The normalized path. */
-  path: string;
-  content: string;
-  /** UTF-8 byte length of `content` (the whole file when no window was asked for). */
-  bytes: number;
-  /** The `hashFile` string of the file (the whole file, also for a window): pass it as `expectedHash`. */
-  hash: string;
-  /** Window only: the file's size in bytes. */
-  fileBytes?: number;
-  /** Window only: the number of the first line in `content` (the requested offset). */
-  offset?: number;
-  /** Window only: how many lines `content` holds. */
-  lines?: number;
-  /** Window only: the offset to read on from; absent when the window reached the end. */
-  nextOffset?: number;
-  /** Window only: the file's number of lines, when the window reached the end of the file. */
-  totalLines?: number;
-}
+export type ReadOutput = ReadFileText & Partial<Omit<ReadFileWindow, keyof ReadFileText>>;
 
 export { isImageOutput, MAX_IMAGE_BYTES, type ReadImageOutput } from "./image.js";
 import type { ReadImageOutput } from "./image.js";
+import type { ReadFileInput, ReadFileOutput, ReadFileText, ReadFileWindow } from "./generated/contract.js";
+export type { ReadFileInput, ReadFileOutput, ReadFileText, ReadFileWindow } from "./generated/contract.js";
 
 export interface ReadToolOptions extends CommonToolOptions {}
 
@@ -51,26 +30,11 @@ export const READ_OPTIONS = declareOptions("createReadTool", {
   ...COMMON_TOOL_OPTIONS,
 } as const satisfies OptionSpecOf<ReadToolOptions>);
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    path: pathProperty("The file to read, relative to the workspace root, such as src/index.ts."),
-    offset: {
-      type: "integer",
-      minimum: 1,
-      maximum: 4294967295,
-      description: "For files over 64 KiB: the first line to read, from 1. Continue from the nextOffset of the previous result.",
-    },
-    limit: {
-      type: "integer",
-      minimum: 1,
-      maximum: 4294967295,
-      description: "For files over 64 KiB: the most lines to read. Default: as many as fit in 65,536 bytes.",
-    },
-  },
-  required: ["path"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.read_file.input, {
+  path: "The file to read, relative to the workspace root, such as src/index.ts.",
+  offset: "For files over 64 KiB: the first line to read, from 1. Continue from the nextOffset of the previous result.",
+  limit: "For files over 64 KiB: the most lines to read. Default: as many as fit in 65,536 bytes.",
+});
 
 const description = [
   "Read a UTF-8 text file from the workspace.",
@@ -103,7 +67,7 @@ export function createReadTool(
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: READ_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.read_file.output,
     validate(input: unknown): ReadInput {
       checkSchema(parameters, input);
       const { path, offset, limit } = input as ReadInput;

@@ -6,46 +6,13 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, listenPorts, describeSandbox, describeSandboxCompact, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
-
-export interface RunCommandInput {
-  /** The program (a bare name found on PATH) and its arguments: 1 to 64 strings. */
-  argv: string[];
-  /** Working directory relative to the workspace root (default: the root). */
-  cwd?: string;
-  /** Timeout for this call in milliseconds (clamped to the tool's maximum). */
-  timeoutMs?: number;
-  /** More than the sandbox options allow, for this call (asked of the user; see the README). */
-  grants?: Grants;
-}
-
-export interface RunCommandOutput {
-  exitCode: number | null;
-  signal: string | null;
-  /** stdout and stderr as written, in order: the first and last bytes when it was long. */
-  output: string;
-  /** Whether bytes were left out of the middle of `output`. */
-  truncated: boolean;
-  /** How many bytes were left out (0 when none). */
-  omittedBytes: number;
-  /** Always false in a result: a timeout is the `COMMAND_TIMEOUT` error. */
-  timedOut: boolean;
-  durationMs: number;
-  /** The timeout in force for this call. */
-  timeoutMs: number;
-  /** Present when the requested timeout was above the maximum and was clamped, or the sandbox refused something (the next step). */
-  note?: string;
-  /** What the sandbox refused, when the confined process failed and its output shows it (see `note`). */
-  denials?: { kind: "write" | "read" | "network"; path?: string }[];
-  /** What confined the command: see the README's sandbox section. */
-  sandbox: SandboxReport;
-  /** With `network: { allow }`: the connections through the proxy. */
-  network?: NetworkCounts;
-}
+import type { RunCommandInput, RunCommandOutput } from "./generated/contract.js";
+export type { RunCommandInput, RunCommandOutput } from "./generated/contract.js";
 
 export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /**
@@ -169,30 +136,11 @@ export function scratchParent(tool: string, dir: string | undefined, canonicalRo
   return real;
 }
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    argv: {
-      type: "array",
-      items: { type: "string" },
-      minItems: 1,
-      maxItems: 64,
-      description:
-        'The program and its arguments, one string each, such as ["npm", "test"] or ["git", "status"]. Nothing is split or expanded. argv[0] is a bare program name found on PATH. For pipes, && or redirections use ["sh", "-c", "script"]; the script is parsed and checked.',
-    },
-    cwd: {
-      type: "string",
-      description: "Working directory relative to the workspace root, such as packages/app (default: the root).",
-    },
-    timeoutMs: {
-      type: "integer",
-      minimum: 1,
-      description: "Timeout in milliseconds for this command (default and maximum are the tool's; a larger value is clamped).",
-    },
-  },
-  required: ["argv"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.run_command.input, {
+  argv: 'The program and its arguments, one string each, such as ["npm", "test"] or ["git", "status"]. Nothing is split or expanded. argv[0] is a bare program name found on PATH. For pipes, && or redirections use ["sh", "-c", "script"]; the script is parsed and checked.',
+  cwd: "Working directory relative to the workspace root, such as packages/app (default: the root).",
+  timeoutMs: "Timeout in milliseconds for this command (default and maximum are the tool's; a larger value is clamped).",
+});
 
 const compactParameters = withDescriptions(parameters, {
   argv: 'The program (a bare name) and its arguments, such as ["npm", "test"]; ["sh", "-c", script] for pipes.',
@@ -310,7 +258,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
         ? describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox))
         : describeCompact(timeoutMs, allow, describeSandboxCompact(sandbox)),
     parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
-    outputSchema: RUN_COMMAND_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.run_command.output,
     validate(raw: unknown): RunCommandInput {
       const { rest: input, grants } = gate.splitGrants(raw);
       checkSchema(parameters, input);

@@ -7,60 +7,17 @@ import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
+import type { RunTestsInput, RunTestsOutput } from "./generated/contract.js";
+export type { RunTestsInput, RunTestsOutput } from "./generated/contract.js";
 
-export type TestRunner = "vitest" | "node" | "go" | "cargo";
+export type TestRunner = RunTestsInput["runner"];
 
-export interface RunTestsInput {
-  runner: TestRunner;
-  /** Package patterns, file filters, name filters (checked per runner). */
-  args?: string[];
-  /** The call's deadline in milliseconds (clamped to the tool's maximum). */
-  timeoutMs?: number;
-  /** More than the sandbox options allow, for this call (asked of the user; see the README). */
-  grants?: Grants;
-}
-
-export interface TestFailure {
-  name: string;
-  file?: string;
-  /** The failure's message and output (bounded). */
-  output: string;
-}
-
-export interface RunTestsOutput {
-  /**
-   * The verdict: "passed" only when the runner exited with code 0, nothing failed and the
-   * runner's own summary agreed with the counts; "failed" when anything failed; "incomplete"
-   * otherwise (a runner killed by a signal, a non-zero exit without a failing test, a missing or
-   * unusable summary or report file). The report's first line says it and why.
-   */
-  status: "passed" | "failed" | "incomplete";
-  /** The report for the model: counts, build errors, failures, one line per package or file; at most 8 KiB. */
-  report: string;
-  passed: number;
-  failed: number;
-  skipped: number;
-  /** At most 50; each output is cut to about 1.5 KiB, keeping its start and its end. */
-  failures: TestFailure[];
-  buildErrors: string[];
-  exitCode: number | null;
-  durationMs: number;
-  /** The outer deadline in force. */
-  timeoutMs: number;
-  /** Present when the requested timeout was above the maximum and was clamped, or the sandbox refused something (the next step). */
-  note?: string;
-  /** What the sandbox refused, when the confined process failed and its output shows it (see `note`). */
-  denials?: { kind: "write" | "read" | "network"; path?: string }[];
-  /** What confined the runner: see the README's sandbox section. */
-  sandbox: SandboxReport;
-  /** With `network: { allow }`: the connections through the proxy. */
-  network?: NetworkCounts;
-}
+export type TestFailure = RunTestsOutput["failures"][number];
 
 /**
  * Options of run_tests. The sandbox options are run_command's; a confined runner may also read
@@ -114,30 +71,11 @@ export const RUN_TESTS_OPTIONS = declareOptions("createRunTestsTool", {
   reaper: option.enum(["auto", "pidfd", "thread"], "how child exits are observed"),
 } as const satisfies OptionSpecOf<RunTestsToolOptions>);
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    runner: {
-      type: "string",
-      enum: ["vitest", "node", "go", "cargo"],
-      description:
-        "vitest (the workspace's node_modules/.bin/vitest), node (node --test), go (go test, module in the workspace root) or cargo (cargo test, Cargo.toml in the workspace root).",
-    },
-    args: {
-      type: "array",
-      items: { type: "string" },
-      description:
-        'What to run: go package patterns and -run/-skip/-v/-short/-race ("./pkg/...", "-run", "TestX"); vitest file filters and -t ("src/utils", "-t", "adds"); node test files and --test-name-pattern; cargo a test name filter, -p/--lib/--test/--features, and after "--" libtest\'s --exact/--skip/--ignored. Reporter, output-format and timeout options are set by the tool and refused. At most 32.',
-    },
-    timeoutMs: {
-      type: "integer",
-      minimum: 1,
-      description: "Deadline for the whole run in milliseconds (default and maximum are the tool's; a larger value is clamped).",
-    },
-  },
-  required: ["runner"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.run_tests.input, {
+  runner: "vitest (the workspace's node_modules/.bin/vitest), node (node --test), go (go test, module in the workspace root) or cargo (cargo test, Cargo.toml in the workspace root).",
+  args: 'What to run: go package patterns and -run/-skip/-v/-short/-race ("./pkg/...", "-run", "TestX"); vitest file filters and -t ("src/utils", "-t", "adds"); node test files and --test-name-pattern; cargo a test name filter, -p/--lib/--test/--features, and after "--" libtest\'s --exact/--skip/--ignored. Reporter, output-format and timeout options are set by the tool and refused. At most 32.',
+  timeoutMs: "Deadline for the whole run in milliseconds (default and maximum are the tool's; a larger value is clamped).",
+});
 
 const compactParameters = withDescriptions(parameters, {
   runner: "vitest, node (node --test), go or cargo.",
@@ -259,7 +197,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
         ? describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox))
         : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
     parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
-    outputSchema: RUN_TESTS_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.run_tests.output,
     taskSupport: "optional",
     validate(raw: unknown): RunTestsInput {
       const { rest: input, grants } = gate.splitGrants(raw);

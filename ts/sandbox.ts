@@ -6,6 +6,7 @@ import { DEFAULT_PROTECT } from "./guard.js";
 import { binding } from "./native.js";
 import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
 import type { SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
+export type { NetworkCounts, SandboxLimitReport, SandboxLimitsReport, SandboxReport } from "./generated/contract.js";
 
 /** `"auto"`: apply what the system offers; `"required"`: refuse to run without it; `"off"`. */
 export type SandboxMode = "auto" | "required" | "off";
@@ -60,19 +61,7 @@ export interface SandboxLimitOptions {
   fileBytes?: number;
 }
 
-/** How one cap was enforced. */
-export interface SandboxLimitReport {
-  max: number;
-  /** `"rlimit"` (a resource limit on each process), `"cgroup-v2"` / `"cgroup-v1"` (the whole tree), `"none"` (not enforced). */
-  by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none";
-}
 
-/** The caps of a call (`sandbox.limits`). */
-export interface SandboxLimitsReport {
-  processes: SandboxLimitReport;
-  memoryBytes: SandboxLimitReport;
-  fileBytes: SandboxLimitReport;
-}
 
 /** The default caps on this machine, from the core. */
 export function sandboxLimitDefaults(): Required<SandboxLimitOptions> {
@@ -85,13 +74,6 @@ export interface NetworkAllow {
   allow: readonly string[];
 }
 
-/** The connections of a call with `network: { allow }` (the result's `network`). */
-export interface NetworkCounts {
-  /** Requests and tunnels the allowlist let through. */
-  allowed: number;
-  /** Requests refused: not listed, a private address, malformed, over a cap. */
-  refused: number;
-}
 
 export interface SandboxFeatureOverride {
   landlockAbi?: number | null;
@@ -100,31 +82,6 @@ export interface SandboxFeatureOverride {
   procMount?: boolean;
   /** `false`: a system where the host can create no cgroup. */
   cgroups?: boolean;
-}
-
-/** What confined a call's processes (the `sandbox` field of a result). */
-export interface SandboxReport {
-  /** The Landlock ABI the child was confined with; null without Landlock. */
-  landlockAbi: number | null;
-  /** `"confined"`: only the workspace, the granted paths and what programs need; `"open"`: anything the user may access. */
-  filesystem: "confined" | "open";
-  /**
-   * `"blocked"`: TCP connect/bind refused; `"allowed"` by the host; `"filtered"`: only the
-   * proxy of `network: { allow }`; `"open"`: not blocked.
-   */
-  network: "blocked" | "allowed" | "filtered" | "open";
-  /** `"namespace"`: nothing the call started outlives it; `"group"`: its process group is killed. */
-  processes: "namespace" | "group";
-  /** Whether Node.js's permission model also checked the script's own file access. */
-  nodePermission: boolean;
-  /** The resource caps and how each was enforced. */
-  limits: SandboxLimitsReport;
-  /**
-   * The protected paths (`protect`): `"read-only"` for the processes; `"partial"`: the walk that
-   * finds them stopped at its bounds (the top-level `.git` and what it found are read-only);
-   * `"none"`: the host protects nothing; `"open"`: the sandbox is off, not enforced.
-   */
-  protect: "read-only" | "partial" | "none" | "open";
 }
 
 /** The sandbox features this system offers (probed once per process). */
@@ -235,11 +192,9 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
   const net = options.network;
   let networkAllow: string[] | undefined;
   if (net !== undefined && typeof net !== "boolean") {
-    if (typeof net !== "object" || net === null || Array.isArray(net) || Object.keys(net).some((k) => k !== "allow")) {
-      throw new TypeError(`workcell: ${factory} option network must be a boolean or { allow: [...] }`);
-    }
+    // Its shape was checked against SANDBOX_OPTIONS above; `allow` itself is required.
     const allow = (net as NetworkAllow).allow;
-    if (!Array.isArray(allow) || !allow.every((e) => typeof e === "string")) {
+    if (!Array.isArray(allow)) {
       throw new TypeError(`workcell: ${factory} option network.allow must be an array of strings`);
     }
     if (sandbox === "off") {
@@ -277,21 +232,10 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
   return result;
 }
 
-/** Checks `limits` (shape here, ranges in the core) and fills in the defaults. */
-function limitOptions(factory: string, value: unknown): SandboxLimits {
-  if (value === undefined) return binding.sandboxLimits(undefined);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new TypeError(`workcell: ${factory} option limits must be an object { processes?, memoryBytes?, fileBytes? }`);
-  }
-  const v = value as Record<string, unknown>;
-  for (const k of Object.keys(v)) {
-    if (!["processes", "memoryBytes", "fileBytes"].includes(k)) throw new TypeError(`workcell: ${factory} option limits has an unknown key ${JSON.stringify(k)}`);
-    if (v[k] !== undefined && !(typeof v[k] === "number" && Number.isSafeInteger(v[k]))) {
-      throw new TypeError(`workcell: ${factory} option limits.${k} must be an integer`);
-    }
-  }
+/** `limits` (its shape checked against SANDBOX_OPTIONS, its ranges in the core) with the defaults filled in. */
+function limitOptions(factory: string, value: SandboxLimitOptions | undefined): SandboxLimits {
   try {
-    return binding.sandboxLimits({ processes: v.processes as number | undefined, memoryBytes: v.memoryBytes as number | undefined, fileBytes: v.fileBytes as number | undefined });
+    return binding.sandboxLimits(value === undefined ? undefined : { ...value });
   } catch (err) {
     throw new TypeError(`${(err as Error).message} (${factory})`);
   }
@@ -322,28 +266,6 @@ export function nodePermissionSupport(): NodePermissionSupport | undefined {
         : null;
   }
   return permission ?? undefined;
-}
-
-/** Converts the native report. */
-export function toSandboxReport(r: {
-  landlockAbi?: number | null;
-  filesystem: string;
-  network: string;
-  processes: string;
-  nodePermission: boolean;
-  limits: { processes: { max: number; by: string }; memoryBytes: { max: number; by: string }; fileBytes: { max: number; by: string } };
-  protect: string;
-}): SandboxReport {
-  const limit = (l: { max: number; by: string }): SandboxLimitReport => ({ max: l.max, by: l.by as SandboxLimitReport["by"] });
-  return {
-    landlockAbi: r.landlockAbi ?? null,
-    filesystem: r.filesystem as SandboxReport["filesystem"],
-    network: r.network as SandboxReport["network"],
-    processes: r.processes as SandboxReport["processes"],
-    nodePermission: r.nodePermission,
-    limits: { processes: limit(r.limits.processes), memoryBytes: limit(r.limits.memoryBytes), fileBytes: limit(r.limits.fileBytes) },
-    protect: r.protect as SandboxReport["protect"],
-  };
 }
 
 /**

@@ -1,12 +1,15 @@
 import { ArgumentsReason, invalidArguments } from "./errors.js";
 
-/** The subset of JSON Schema that workcell's tools use for their parameters. */
+export type JsonSchemaType = "object" | "string" | "array" | "integer" | "number" | "boolean" | "null";
+
+/** The subset of JSON Schema that workcell's tools use (generated from the core's types: ts/generated/contract.ts). */
 export interface JsonSchema {
-  type?: "object" | "string" | "array" | "integer" | "number" | "boolean" | "null";
+  /** One type, or several (an output's nullable field: `["integer", "null"]`). */
+  type?: JsonSchemaType | readonly JsonSchemaType[];
   description?: string;
   properties?: Record<string, JsonSchema>;
   required?: readonly string[];
-  additionalProperties?: boolean;
+  additionalProperties?: boolean | JsonSchema;
   items?: JsonSchema;
   minItems?: number;
   maxItems?: number;
@@ -16,14 +19,6 @@ export interface JsonSchema {
   enum?: readonly (string | number | boolean)[];
   default?: unknown;
   [keyword: string]: unknown;
-}
-
-/**
- * The JSON Schema of a value that is `schema` or `null` (for output schemas: `exitCode`,
- * `signal`, `landlockAbi`).
- */
-export function nullable(schema: JsonSchema): JsonSchema {
-  return { anyOf: [schema, { type: "null" }] };
 }
 
 function shape(where: string, what: string): never {

@@ -1,39 +1,18 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { SEARCH_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
-import { pathProperty } from "./paths.js";
+
 import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
+import type { SearchFilesInput, SearchFilesOutput } from "./generated/contract.js";
+export type { SearchFilesInput, SearchFilesOutput } from "./generated/contract.js";
 
-export interface SearchInput {
-  /** A regular expression (Rust regex syntax), or plain text with `literal: true`. */
-  pattern: string;
-  /** The directory (or one file) to search; the workspace root when absent. */
-  path?: string;
-  /** Only files whose workspace-relative path matches this glob (`*.ts`, `src/**`, `!*.min.js`). */
-  glob?: string;
-  ignoreCase?: boolean;
-  literal?: boolean;
-  /** Most matching lines returned. Default 100, at most 1,000. */
-  limit?: number;
-}
+export type SearchInput = SearchFilesInput;
 
-export interface SearchOutput {
-  /** `path:line: text`, in tree order; text cut at 500 characters (with `…`). */
-  matches: string[];
-  /** True when more matches exist than were returned. */
-  truncated: boolean;
-  /** How many files were searched. */
-  filesSearched: number;
-  /**
-   * Why matches are missing (limit, output cap, the read budget or deadline), skipped binary,
-   * unreadable or too-long-lined files, ignore files not honoured.
-   */
-  note?: string;
-}
+export type SearchOutput = SearchFilesOutput;
 
 export interface SearchToolOptions extends CommonToolOptions {
   /** Leave out files that .gitignore ignores (and `.git`). Default true. */
@@ -46,25 +25,14 @@ export const SEARCH_OPTIONS = declareOptions("createSearchTool", {
   gitignore: option.boolean("leave out what .gitignore ignores (default true)"),
 } as const satisfies OptionSpecOf<SearchToolOptions>);
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    pattern: {
-      type: "string",
-      description: "What to search for: a regular expression (Rust regex syntax, like ripgrep), matched line by line.",
-    },
-    path: pathProperty("The directory or file to search, relative to the workspace root, such as src. Omit it (or pass .) to search everything."),
-    glob: {
-      type: "string",
-      description: "Only search files whose path matches this glob, such as *.ts, src/**/*.rs, or !*.min.js to exclude.",
-    },
-    ignoreCase: { type: "boolean", description: "Match letters case-insensitively. Default false." },
-    literal: { type: "boolean", description: "Treat pattern as plain text, not a regular expression. Default false." },
-    limit: { type: "integer", minimum: 1, maximum: 1000, description: "Most matching lines to return. Default 100." },
-  },
-  required: ["pattern"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.search_files.input, {
+  pattern: "What to search for: a regular expression (Rust regex syntax, like ripgrep), matched line by line.",
+  path: "The directory or file to search, relative to the workspace root, such as src. Omit it (or pass .) to search everything.",
+  glob: "Only search files whose path matches this glob, such as *.ts, src/**/*.rs, or !*.min.js to exclude.",
+  ignoreCase: "Match letters case-insensitively. Default false.",
+  literal: "Treat pattern as plain text, not a regular expression. Default false.",
+  limit: "Most matching lines to return. Default 100.",
+});
 
 const description = [
   "Search the workspace's files for lines matching a regular expression (ripgrep's engine and syntax), or plain text with literal: true.",
@@ -99,7 +67,7 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,
     parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: SEARCH_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.search_files.output,
     validate(input: unknown): SearchInput {
       checkSchema(parameters, input);
       const { pattern, path, glob, ignoreCase, literal, limit } = input as SearchInput;

@@ -9,10 +9,12 @@ import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { SANDBOX_OPTIONS, sandboxOptions, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
-import { checkSchema, type JsonSchema } from "./schema.js";
+import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec } from "./approval.js";
-import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { AnyTool, Tool, ToolContext, ToolEffect } from "./tool.js";
+import type { ListProcessesInput, ListProcessesOutput, ProcessInfo, ProcessOutput, ReadProcessInput, ReadProcessOutput, StartProcessInput, StartProcessOutput, StopProcessInput, StopProcessOutput, WriteProcessInput, WriteProcessOutput } from "./generated/contract.js";
+export type { ListProcessesInput, ListProcessesOutput, ProcessInfo, ProcessOutput, ReadProcessInput, ReadProcessOutput, StartProcessInput, StartProcessOutput, StopProcessInput, StopProcessOutput, WriteProcessInput, WriteProcessOutput } from "./generated/contract.js";
 
 export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /** Host variables the processes may see (as run_command's `inheritEnv`). */
@@ -35,114 +37,39 @@ export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, 
 
 export const PROCESS_TOOLS_DEFAULTS = { timeoutMs: 1_800_000, maxTimeoutMs: 3_600_000, maxProcesses: 8 } as const;
 
-export interface ProcessAlert {
-  keyword: string;
-  line: string;
-}
-
-/** What start_process, read_process and stop_process return. */
-export interface ProcessOutput {
-  id: string;
-  running: boolean;
-  exitCode: number | null;
-  signal: string | null;
-  /** Output after the cursor; `[N bytes omitted]` where bytes were not kept. */
-  output: string;
-  /** Bytes since the start of the output: pass it to read_process to continue. */
-  cursor: number;
-  omittedBytes: number;
-  matched: boolean;
-  alerts: ProcessAlert[];
-  /** Alerts beyond the 20 kept. */
-  alertsOmitted: number;
-  durationMs: number;
-  /** What confined this process (its start's grants included). */
-  sandbox: SandboxReport;
-  note?: string;
-  /** When the process exited non-zero and its output shows a sandbox refusal (contract §12). */
-  denials?: { kind: "write" | "read" | "network"; path?: string }[];
-}
-
-export interface StartProcessInput {
-  argv: string[];
-  cwd?: string;
-  tty?: boolean;
-  timeoutMs?: number;
-  waitFor?: string;
-  waitMs?: number;
-  ports?: number[];
-  watch?: string[];
-  /** More than the tools' sandbox options, for this process only (approved; contract §12). */
-  grants?: Grants;
-}
-export interface ReadProcessInput {
-  id: string;
-  cursor?: number;
-  waitFor?: string;
-  waitMs?: number;
-}
-export interface WriteProcessInput {
-  id: string;
-  input: string;
-  closeStdin?: boolean;
-}
-export interface StopProcessInput {
-  id: string;
-  signal?: "SIGTERM" | "SIGINT" | "SIGKILL";
-}
-export interface ProcessInfo {
-  id: string;
-  argv: string[];
-  running: boolean;
-  exitCode: number | null;
-  signal: string | null;
-  startedAt: string;
-  durationMs: number;
-}
+export type ProcessAlert = ProcessOutput["alerts"][number];
 
 const MAX_MS = 2 ** 32 - 1;
-const id = { type: "string", description: "The id start_process returned, such as p1." } as const;
-const waitFor = { type: "string", description: "Return once this regex matches new output." } as const;
-const waitMs = { type: "integer", minimum: 0, maximum: 30_000, description: "Longest wait in ms (default 1000)." } as const;
+const id = "The id start_process returned, such as p1.";
+const waitFor = "Return once this regex matches new output.";
+const waitMs = "Longest wait in ms (default 1000).";
 
-const startParameters: JsonSchema = {
-  type: "object",
-  properties: {
-    argv: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 64, description: 'As run_command: ["npm", "run", "dev"].' },
-    cwd: { type: "string", description: "Relative to the workspace root." },
-    tty: { type: "boolean", description: "A terminal, for REPLs and prompts." },
-    timeoutMs: { type: "integer", minimum: 1, description: "Its whole life in ms." },
-    waitFor,
-    waitMs,
-    ports: { type: "array", items: { type: "integer", minimum: 1, maximum: 65535 }, maxItems: 8, description: "TCP ports it may listen on." },
-    watch: { type: "array", items: { type: "string" }, maxItems: 16, description: "Keywords reported in alerts." },
-  },
-  required: ["argv"],
-  additionalProperties: false,
-};
-const readParameters: JsonSchema = {
-  type: "object",
-  properties: { id, cursor: { type: "integer", minimum: 0, description: "Byte offset (default: where the last read ended)." }, waitFor, waitMs },
-  required: ["id"],
-  additionalProperties: false,
-};
-const writeParameters: JsonSchema = {
-  type: "object",
-  properties: {
-    id,
-    input: { type: "string", description: "Text for its stdin (at most 8192 bytes); end lines with \\n." },
-    closeStdin: { type: "boolean", description: "Close stdin afterwards (end of input)." },
-  },
-  required: ["id", "input"],
-  additionalProperties: false,
-};
-const stopParameters: JsonSchema = {
-  type: "object",
-  properties: { id, signal: { type: "string", enum: ["SIGTERM", "SIGINT", "SIGKILL"], description: "Default SIGTERM, then SIGKILL after 2 s." } },
-  required: ["id"],
-  additionalProperties: false,
-};
-const listParameters: JsonSchema = { type: "object", properties: {}, additionalProperties: false };
+const startParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.start_process.input, {
+  argv: 'As run_command: ["npm", "run", "dev"].',
+  cwd: "Relative to the workspace root.",
+  tty: "A terminal, for REPLs and prompts.",
+  timeoutMs: "Its whole life in ms.",
+  waitFor,
+  waitMs,
+  ports: "TCP ports it may listen on.",
+  watch: "Keywords reported in alerts.",
+});
+const readParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.read_process.input, {
+  id,
+  cursor: "Byte offset (default: where the last read ended).",
+  waitFor,
+  waitMs,
+});
+const writeParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.write_process.input, {
+  id,
+  input: "Text for its stdin (at most 8192 bytes); end lines with \\n.",
+  closeStdin: "Close stdin afterwards (end of input).",
+});
+const stopParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.stop_process.input, {
+  id,
+  signal: "Default SIGTERM, then SIGKILL after 2 s.",
+});
+const listParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.list_processes.input, {});
 
 /** The options of createProcessTools (see ts/options.ts). */
 export const PROCESS_TOOLS_OPTIONS = declareOptions("createProcessTools", {
@@ -315,7 +242,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       `Returns { id, running, exitCode, signal, output, cursor, omittedBytes, matched, alerts, durationMs, sandbox }. waitMs is at most 30000 (default 1000); watch takes up to 16 keywords reported in alerts; tty: true gives an 80x24 terminal with escape sequences removed. The first 8 KiB and the last 64 KiB of output are kept; older bytes are counted in omittedBytes. It runs confined like run_command, with a private HOME and TMPDIR kept for its life.`,
     ),
     parameters: withGrantsParameter(startParameters, gate),
-    outputSchema: PROCESS_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.start_process.output,
     // An MCP client may run it as a task (contract §16): it can wait up to 30 s for waitFor, and
     // tasks/cancel aborts it (an aborted start kills the process it started).
     taskSupport: "optional",
@@ -343,7 +270,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       "cursor counts bytes since the start; output no longer kept is shown as [N bytes omitted]. An unknown id is PROCESS_NOT_FOUND; list_processes shows the ids.",
     ),
     parameters: readParameters,
-    outputSchema: PROCESS_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.read_process.output,
     validate: (input) => checked<ReadProcessInput>(readParameters, input),
     execute(i, context: ToolContext) {
       return gate.execute("read_process", readSpec, i, context);
@@ -358,7 +285,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       "input is at most 8,192 UTF-8 bytes per call. Returns { id, bytes }.",
     ),
     parameters: writeParameters,
-    outputSchema: WRITE_PROCESS_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.write_process.output,
     validate: (input) => checked<WriteProcessInput>(writeParameters, input),
     execute(i, context: ToolContext) {
       return gate.execute("write_process", writeSpec, i, context);
@@ -373,7 +300,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       "A process killed by a signal reports it in signal, with exitCode null. Returns the same fields as read_process.",
     ),
     parameters: stopParameters,
-    outputSchema: PROCESS_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.stop_process.output,
     validate: (input) => checked<StopProcessInput>(stopParameters, input),
     execute(i, context: ToolContext) {
       return gate.execute("stop_process", stopSpec, i, context);
@@ -388,7 +315,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       "At most 32 finished ones are kept; startedAt is an ISO 8601 time.",
     ),
     parameters: listParameters,
-    outputSchema: LIST_PROCESSES_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.list_processes.output,
     validate: (input) => checked<Record<string, never>>(listParameters, input),
     execute(i, context: ToolContext) {
       return gate.execute("list_processes", listSpec, i, context);

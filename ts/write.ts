@@ -1,28 +1,18 @@
 import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
-import { COMPACT_PATH, pathProperty } from "./paths.js";
-import { WRITE_OUTPUT_SCHEMA } from "./output-schemas.js";
+import { COMPACT_PATH } from "./paths.js";
+import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
-import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
+import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, EXPECTED_HASH, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
+import type { WriteFileInput, WriteFileOutput } from "./generated/contract.js";
+export type { WriteFileInput, WriteFileOutput } from "./generated/contract.js";
 
-export interface WriteInput {
-  path: string;
-  content: string;
-  /** Write only if the target still has this approval hash (see `hashFile`). */
-  expectedHash?: string;
-}
+export type WriteInput = WriteFileInput;
 
-export interface WriteOutput {
-  /** The normalized path, as given (a symlink's own name when writing through it). */
-  path: string;
-  /** UTF-8 byte length of the content written. */
-  bytes: number;
-  /** Whether the file did not exist before. */
-  created: boolean;
-}
+export type WriteOutput = WriteFileOutput;
 
 /** Default and ceiling of `maxContentBytes`. */
 export const DEFAULT_MAX_WRITE_BYTES: number = binding.MAX_WRITE_BYTES;
@@ -43,18 +33,11 @@ export const WRITE_OPTIONS = declareOptions("createWriteTool", {
   maxContentBytes: MAX_CONTENT_BYTES_OPTION,
 } as const satisfies OptionSpecOf<WriteToolOptions>);
 
-const parameters: JsonSchema = {
-  type: "object",
-  properties: {
-    path: pathProperty(
-      "The file to write, relative to the workspace root, such as src/index.ts. Missing directories are created.",
-    ),
-    content: { type: "string", description: "The complete new content of the file (UTF-8 text)." },
-    expectedHash: expectedHashProperty,
-  },
-  required: ["path", "content"],
-  additionalProperties: false,
-};
+const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.write_file.input, {
+  path: "The file to write, relative to the workspace root, such as src/index.ts. Missing directories are created.",
+  content: "The complete new content of the file (UTF-8 text).",
+  expectedHash: EXPECTED_HASH,
+});
 
 const compactParameters = withDescriptions(parameters, {
   path: COMPACT_PATH,
@@ -102,7 +85,7 @@ export function createWriteTool(root: string, options: WriteToolOptions = {}): T
     effect: "write",
     description: options.descriptions === "full" ? describe(limit) : describeCompact(limit),
     parameters: options.descriptions === "full" ? parameters : compactParameters,
-    outputSchema: WRITE_OUTPUT_SCHEMA,
+    outputSchema: TOOL_SCHEMAS.write_file.output,
     validate(input: unknown): WriteInput {
       checkSchema(parameters, input);
       const { path, content, expectedHash } = input as WriteInput;

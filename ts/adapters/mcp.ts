@@ -27,6 +27,7 @@ import {
 import type { ToolResult } from "../registry.js";
 import { effectOf, type ToolEffect } from "../tool.js";
 import { isImageOutput } from "../image.js";
+import type { JsonSchema } from "../schema.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 import { OPTION_SPECS, checkOptions, option, type OptionSpecOf } from "../options.js";
 // Declares createCodingTools's spec (OPTION_SPECS), which a session's `tools` option is.
@@ -109,6 +110,23 @@ const pending = new WeakMap<Server, () => number>();
 /** How many calls and tasks a server made by `createMcpServer` is running now (0 for another server). */
 export function pendingCalls(server: Server): number {
   return pending.get(server)?.() ?? 0;
+}
+
+/**
+ * A tool's outputSchema as MCP lists it: an image result's `data` goes out as an image block,
+ * not in structuredContent, so the schema's image branch (read_file's) leaves it out.
+ */
+function mcpOutputSchema(schema: JsonSchema): JsonSchema {
+  const branches = schema.anyOf as JsonSchema[] | undefined;
+  if (!branches?.some((b) => b.properties?.data && b.properties?.mimeType)) return schema;
+  return {
+    ...schema,
+    anyOf: branches.map((b) => {
+      if (!(b.properties?.data && b.properties?.mimeType)) return b;
+      const { data: _, ...properties } = b.properties;
+      return { ...b, properties, required: b.required?.filter((r) => r !== "data") };
+    }),
+  };
 }
 
 /** An MCP tool result from a workcell result: the JSON as text, and as structuredContent when the tool declares an outputSchema. */
@@ -223,7 +241,7 @@ export function createMcpServer(
       title,
       description: t.description,
       inputSchema: t.parameters as McpTool["inputSchema"],
-      ...(t.outputSchema === undefined ? {} : { outputSchema: t.outputSchema as McpTool["outputSchema"] }),
+      ...(t.outputSchema === undefined ? {} : { outputSchema: mcpOutputSchema(t.outputSchema) as McpTool["outputSchema"] }),
       annotations: { title, ...a },
       ...(canTask(t) ? { execution: { taskSupport: "optional" as const } } : {}),
     };

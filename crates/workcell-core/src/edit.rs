@@ -47,8 +47,9 @@ use crate::write::{self, install, open_at, AtTarget, Job, Resolved};
 pub const MAX_EDITS: usize = 50;
 pub use crate::diff::{DIFF_CONTEXT, MAX_DIFF_BYTES};
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "EditFileOutput")]
 pub struct EditOutput {
     /// The normalized path, as given.
     pub path: String,

@@ -37,8 +37,9 @@ use crate::write::{self, io_err, lstat_at, Existing, Resolved};
 /// Most entries looked at when a guarded workspace moves a directory.
 pub const MAX_GUARD_WALK: usize = 10_000;
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "MoveFileOutput")]
 pub struct MoveOutput {
     pub from: String,
     pub to: String,
@@ -46,16 +47,19 @@ pub struct MoveOutput {
     pub replaced: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "DeleteFileOutput")]
 pub struct DeleteOutput {
     pub path: String,
     /// `"file"`, `"symlink"` or `"directory"`.
+    #[schemars(extend("enum" = ["file", "symlink", "directory"]))]
     pub kind: &'static str,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "MakeDirectoryOutput")]
 pub struct MkdirOutput {
     pub path: String,
     /// Whether the directory did not exist before.

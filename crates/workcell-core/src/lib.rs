@@ -30,6 +30,7 @@ pub mod approval;
 pub mod cancel;
 pub mod diff;
 pub mod command;
+pub mod contract;
 pub mod edit;
 pub mod error;
 pub mod fileops;
@@ -164,7 +165,7 @@ pub mod api {
 
     /// The process sessions.
     pub mod session {
-        pub use crate::session::table::{ProcessList, ProcessOutput};
+        pub use crate::session::table::{ProcessList, ProcessOutput, Written};
         pub use crate::session::{check_start, ProcessTable, ReadRequest, SessionOptions, StartRequest};
     }
 

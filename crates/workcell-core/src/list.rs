@@ -46,8 +46,9 @@ impl Default for ListOptions {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ListFilesOutput")]
 pub struct ListOutput {
     /// The listed directory, normalized (`.` for the root).
     pub path: String,

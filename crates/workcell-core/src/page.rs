@@ -30,8 +30,9 @@ pub const MAX_LINE_NUMBER: u64 = u32::MAX as u64;
 
 const CHUNK: usize = 64 * 1024;
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ReadFileWindow")]
 pub struct WindowOutput {
     /// The normalized path.
     pub path: String,

@@ -14,7 +14,8 @@ use crate::root::{Identity, Workspace};
 /// Largest file `read_file` returns, in bytes.
 pub const MAX_READ_BYTES: usize = 65_536;
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ReadFileText")]
 pub struct ReadOutput {
     pub path: String,
     pub content: String,
@@ -24,11 +25,13 @@ pub struct ReadOutput {
 }
 
 /// An image read by `read_file` (PNG, JPEG, GIF or WebP, recognized by content).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ReadFileImage")]
 pub struct ImageOutput {
     pub path: String,
     /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    #[schemars(extend("enum" = ["image/png", "image/jpeg", "image/gif", "image/webp"]))]
     pub mime_type: &'static str,
     /// The file's bytes, base64 (standard alphabet, padded).
     pub data: String,
@@ -39,7 +42,7 @@ pub struct ImageOutput {
 }
 
 /// What `read_file` returns: a text file's content or an image.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ReadResult {
     Text(ReadOutput),

@@ -27,10 +27,13 @@ pub const MAX_SCAN_BYTES: usize = 64 * 1024;
 pub const MAX_DENIALS: usize = 8;
 pub const MAX_DENIAL_PATH: usize = 512;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(rename = "SandboxDenial")]
 pub struct Denial {
     /// `"write"`, `"read"` or `"network"`.
+    #[schemars(extend("enum" = ["write", "read", "network"]))]
     pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
 }
 

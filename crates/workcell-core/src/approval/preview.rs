@@ -36,7 +36,8 @@ use crate::write::{self, hash_mismatch, open_at, resolve_existing, AtTarget, Res
 
 /// What a person is shown before a writing call runs. Serializes as `{ summary, diff?,
 /// diffs?: [{ path, diff, added, removed }], files: [{ path, hash }] }`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ApprovalPreview")]
 pub struct Preview {
     /// One line: `edit_file src/a.ts: +3 -1`.
     pub summary: String,
@@ -49,11 +50,22 @@ pub struct Preview {
     pub diffs: Vec<FileDiff>,
     /// `(path, approval string)` of every path the call touches, in call order.
     #[serde(serialize_with = "path_hashes")]
+    #[schemars(with = "Vec<PathHash>")]
     pub files: Vec<(String, String)>,
 }
 
+/// The form of each of a preview's `files` (see `path_hashes`).
+#[derive(schemars::JsonSchema)]
+#[schemars(inline)]
+#[allow(dead_code)]
+struct PathHash {
+    path: String,
+    hash: String,
+}
+
 /// One file's part of a preview's diff.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(inline)]
 pub struct FileDiff {
     /// The path the call names (a move's source; its destination is in the diff's `+++` line).
     pub path: String,

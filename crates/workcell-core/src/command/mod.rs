@@ -183,7 +183,7 @@ pub fn check_request(req: &CommandRequest, opts: &CommandOptions) -> Result<Chec
 
 /// What a run that ended by itself returns (run_command's result, and the details of its
 /// `COMMAND_TIMEOUT` error).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandOutput {
     pub exit_code: Option<i32>,

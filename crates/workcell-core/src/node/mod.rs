@@ -147,7 +147,7 @@ impl NodeOptions {
 
 /// What a run that ended by itself returns (node_process's result, and the details of its
 /// `NODE_PROCESS_TIMEOUT` error).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeOutput {
     pub exit_code: Option<i32>,

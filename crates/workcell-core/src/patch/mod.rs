@@ -30,12 +30,14 @@ use crate::target_lock::{self, Ticket};
 pub use parse::{MAX_PATCH_BYTES, MAX_PATCH_FILES, MAX_PATCH_HUNKS};
 
 /// What happened to one file.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline)]
 pub struct FileResult {
     /// The path as the patch names it (normalized).
     pub path: String,
     /// `"add"`, `"delete"` or `"update"`.
+    #[schemars(extend("enum" = ["add", "delete", "update"]))]
     pub action: &'static str,
     /// An Update's `*** Move to` path.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -45,8 +47,9 @@ pub struct FileResult {
     pub bytes: Option<usize>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ApplyPatchOutput")]
 pub struct PatchOutput {
     pub files: Vec<FileResult>,
     /// Unified diff of every file (bounded, see [`crate::diff`]).

@@ -129,7 +129,8 @@ enum Resolver {
 }
 
 /// The connections of one call: what was let through and what was refused.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "NetworkCounts")]
 pub struct Counts {
     /// Requests and tunnels the allowlist let through (whether the destination then answered or not).
     #[serde(serialize_with = "crate::json::number")]

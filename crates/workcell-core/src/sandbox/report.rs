@@ -1,8 +1,9 @@
 //! What was enforced for one call: part of every result of a tool that starts processes.
 
 /// Whether the child's file access was confined (Landlock).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum Filesystem {
     /// Only the workspace, the host's grants and what programs need to run.
     Confined,
@@ -11,8 +12,9 @@ pub enum Filesystem {
 }
 
 /// Whether the child could use the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum Network {
     /// TCP connect and bind refused (Landlock ABI 4+).
     Blocked,
@@ -26,8 +28,9 @@ pub enum Network {
 }
 
 /// How the call's processes are contained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum Processes {
     /// A PID namespace: nothing started by the call outlives it.
     Namespace,
@@ -38,8 +41,9 @@ pub enum Processes {
 
 /// What the processes may do to the protected paths inside the workspace (`protect`, contract
 /// §21; [`super::protect`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(inline)]
 pub enum Protection {
     /// Every match is read-only (mounted so in the processes' mount namespace).
     ReadOnly,
@@ -53,8 +57,9 @@ pub enum Protection {
 }
 
 /// The `sandbox` field of a result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "SandboxReport")]
 pub struct Report {
     /// The Landlock ABI the child was confined with; `None` without Landlock.
     pub landlock_abi: Option<u32>,

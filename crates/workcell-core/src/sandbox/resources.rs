@@ -75,8 +75,9 @@ impl Limits {
 }
 
 /// How a limit is enforced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(inline)]
 pub enum By {
     /// A resource limit (`setrlimit`) on each process.
     Rlimit,
@@ -100,7 +101,8 @@ impl By {
 }
 
 /// One limit as enforced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "SandboxLimitReport")]
 pub struct Enforced {
     #[serde(serialize_with = "crate::json::number")]
     pub max: u64,
@@ -108,8 +110,9 @@ pub struct Enforced {
 }
 
 /// The `sandbox.limits` field of a result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "SandboxLimitsReport")]
 pub struct LimitsReport {
     pub processes: Enforced,
     pub memory_bytes: Enforced,

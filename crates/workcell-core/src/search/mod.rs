@@ -112,8 +112,9 @@ impl SearchOptions {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "SearchFilesOutput")]
 pub struct SearchOutput {
     /// `path:line: text`, in tree order.
     pub matches: Vec<String>,

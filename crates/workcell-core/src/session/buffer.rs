@@ -18,7 +18,8 @@ pub const LINE_MAX: usize = 4096;
 pub const ALERT_LINE_MAX: usize = 512;
 
 /// One keyword seen in a line.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(inline)]
 pub struct Alert {
     pub keyword: String,
     pub line: String,

@@ -49,7 +49,7 @@ pub struct ProcessTable {
 }
 
 /// What start_process, read_process and stop_process return.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessOutput {
     pub id: String,
@@ -73,15 +73,27 @@ pub struct ProcessOutput {
     pub note: Option<String>,
 }
 
+/// What write_process returns.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "WriteProcessOutput")]
+pub struct Written {
+    pub id: String,
+    /// Bytes written to the process's stdin.
+    #[serde(serialize_with = "crate::json::number")]
+    pub bytes: u64,
+}
+
 /// What list_processes returns.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ListProcessesOutput")]
 pub struct ProcessList {
     pub processes: Vec<ProcessInfo>,
 }
 
 /// One row of list_processes.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ProcessInfo")]
 pub struct ProcessInfo {
     pub id: String,
     pub argv: Vec<String>,

@@ -217,7 +217,7 @@ pub fn check_request(req: &TestsRequest, opts: &TestsOptions) -> Result<CheckedT
 }
 
 /// The report of a run that ended by itself (run_tests's result).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestsOutput {
     /// `passed`, `failed` or `incomplete` ([`verdict::decide`]).

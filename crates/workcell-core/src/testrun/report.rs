@@ -41,7 +41,8 @@ pub const MAX_NAME_BYTES: usize = 512;
 pub const MAX_ANOMALIES: usize = 8;
 
 /// One failing test.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(inline)]
 pub struct Failure {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,8 +99,9 @@ impl Unit {
 }
 
 /// The verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum Status {
     Passed,
     Failed,

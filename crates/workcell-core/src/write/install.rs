@@ -21,8 +21,9 @@ pub use super::sweep::TEMP_PREFIX;
 /// Mode of a newly created file.
 pub const NEW_FILE_MODE: u32 = 0o644;
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "WriteFileOutput")]
 pub struct WriteOutput {
     /// The normalized path, as given (a symlink's name, not its target's).
     pub path: String,

@@ -12,6 +12,7 @@
 mod common;
 
 mod command;
+mod contract;
 mod resource_limits;
 mod list_search;
 mod module_cycles;

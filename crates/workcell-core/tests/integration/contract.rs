@@ -1,0 +1,50 @@
+//! The files generated from the tools' contract are the committed ones, and the shapes say
+//! what the core's results are.
+
+use std::path::Path;
+
+use workcell_core::contract;
+
+#[test]
+fn the_committed_contract_files_are_what_the_generator_writes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (path, text) in contract::generate() {
+        let committed = std::fs::read_to_string(root.join(path)).unwrap_or_default();
+        assert!(
+            committed == text,
+            "{path} differs from what crates/workcell-core/src/contract generates: run `npm run generate` and commit it"
+        );
+    }
+}
+
+#[test]
+fn every_tool_has_a_closed_object_input_and_an_output_without_refs() {
+    for tool in contract::TOOLS {
+        let (input, output) = contract::tool_schemas(tool);
+        assert_eq!(input["type"], "object", "{}", tool.name);
+        assert_eq!(input["additionalProperties"], false, "{}", tool.name);
+        assert!(input["properties"].is_object(), "{}: parameters list their properties", tool.name);
+        let text = serde_json::to_string(&output).unwrap();
+        assert!(!text.contains("\"description\""), "{}: {text}", tool.name);
+        // Every `$ref` is to the schema's own `$defs`.
+        for part in text.split("\"$ref\":\"").skip(1) {
+            let name = part.split('"').next().unwrap().strip_prefix("#/$defs/").expect("a local ref");
+            assert!(output["$defs"][name].is_object(), "{}: {name}", tool.name);
+        }
+    }
+}
+
+#[test]
+fn the_sandbox_report_schema_has_its_limits() {
+    let (_, output) = contract::tool_schemas(contract::TOOLS.iter().find(|t| t.name == "run_command").unwrap());
+    let sandbox = &output["properties"]["sandbox"];
+    let sandbox = match sandbox["$ref"].as_str() {
+        Some(r) => &output["$defs"][r.trim_start_matches("#/$defs/")],
+        None => sandbox,
+    };
+    assert_eq!(sandbox["additionalProperties"], false);
+    let required: Vec<&str> = sandbox["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    for field in ["landlockAbi", "filesystem", "network", "processes", "nodePermission", "limits", "protect"] {
+        assert!(required.contains(&field), "sandbox.{field} is not required: {sandbox}");
+    }
+}
