@@ -18,7 +18,7 @@ fn the_committed_contract_files_are_what_the_generator_writes() {
 }
 
 #[test]
-fn every_tool_has_a_closed_object_input_and_an_output_without_refs() {
+fn every_tool_has_a_closed_object_input_and_a_self_contained_output() {
     for tool in contract::TOOLS {
         let (input, output) = contract::tool_schemas(tool);
         assert_eq!(input["type"], "object", "{}", tool.name);
