@@ -12,7 +12,7 @@ import {
 } from "../dist/index.js";
 import { call, content, tempWorkspace } from "./helpers.js";
 
-function fakeTool(name: string, execute: Tool<unknown, unknown>["execute"]): Tool<unknown, unknown> {
+function fakeTool(name: string, execute: Tool<string, unknown, unknown>["execute"]): Tool<string, unknown, unknown> {
   return {
     name,
     description: "test tool",

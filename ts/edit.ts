@@ -2,7 +2,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { EDIT_OUTPUT_SCHEMA } from "./output-schemas.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
@@ -91,8 +91,15 @@ function describe(limit: number): string {
   ].join(" ");
 }
 
+/** edit_file's input. */
+export type EditFileInput = EditInput;
+/** edit_file's result. */
+export type EditFileOutput = EditOutput;
+/** The `edit_file` tool. */
+export type EditFileTool = WorkcellTool<"edit_file", EditFileInput, EditFileOutput, "write">;
+
 /** Creates the `edit_file` tool for one workspace root. */
-export function createEditTool(root: string, options: EditToolOptions = {}): Tool<EditInput, EditOutput> {
+export function createEditTool(root: string, options: EditToolOptions = {}): EditFileTool {
   checkOptions("createEditTool", EDIT_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);

@@ -3,7 +3,7 @@ import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { LIST_OUTPUT_SCHEMA } from "./output-schemas.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { pathProperty, validatePath } from "./paths.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
 export interface ListInput {
@@ -86,12 +86,19 @@ const compactParameters = withDescriptions(parameters, {
 
 const compactDescription = "List the files beneath a directory as workspace-relative paths, directories ending in /; note says what was left out.";
 
+/** list_files's input. */
+export type ListFilesInput = ListInput;
+/** list_files's result. */
+export type ListFilesOutput = ListOutput;
+/** The `list_files` tool. */
+export type ListFilesTool = WorkcellTool<"list_files", ListFilesInput, ListFilesOutput, "read">;
+
 /** Creates the `list_files` tool for one workspace root. */
-export function createListTool(root: string, options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
+export function createListTool(root: string, options: ListToolOptions = {}): ListFilesTool {
   checkOptions("createListTool", LIST_OPTIONS, options);
   const ws = openWorkspace(root);
   const gate = new Gate("createListTool", options, ws.canonical);
-  return gateReadTool({
+  return gateReadTool<ListInput, ListOutput, ListFilesTool>({
     name: "list_files",
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,

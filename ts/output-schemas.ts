@@ -106,6 +106,7 @@ export const NODE_PROCESS_OUTPUT_SCHEMA: JsonSchema = object(
     stderrTruncated: boolean,
     timedOut: boolean,
     durationMs: count,
+    note: string,
     sandbox: SANDBOX_REPORT_SCHEMA,
     network,
     denials,

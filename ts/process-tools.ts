@@ -11,7 +11,7 @@ import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonT
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec } from "./approval.js";
 import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
-import type { AnyTool, Tool, ToolContext, ToolEffect } from "./tool.js";
+import { namedTools, type NamedTools, type ToolContext, type ToolEffect, type WorkcellTool } from "./tool.js";
 
 export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /** Host variables the processes may see (as run_command's `inheritEnv`). */
@@ -89,6 +89,37 @@ export interface StopProcessInput {
   id: string;
   signal?: "SIGTERM" | "SIGINT" | "SIGKILL";
 }
+/** start_process's result. */
+export type StartProcessOutput = ProcessOutput;
+/** read_process's result. */
+export type ReadProcessOutput = ProcessOutput;
+/** write_process's result: the bytes sent to the process. */
+export interface WriteProcessOutput {
+  id: string;
+  bytes: number;
+}
+/** stop_process's result. */
+export type StopProcessOutput = ProcessOutput;
+/** list_processes's input: no arguments. */
+export type ListProcessesInput = Record<string, never>;
+/** list_processes's result. */
+export interface ListProcessesOutput {
+  processes: ProcessInfo[];
+}
+
+/** The `start_process` tool. */
+export type StartProcessTool = WorkcellTool<"start_process", StartProcessInput, StartProcessOutput, "process">;
+/** The `read_process` tool. */
+export type ReadProcessTool = WorkcellTool<"read_process", ReadProcessInput, ReadProcessOutput, "read">;
+/** The `write_process` tool. */
+export type WriteProcessTool = WorkcellTool<"write_process", WriteProcessInput, WriteProcessOutput, "process">;
+/** The `stop_process` tool. */
+export type StopProcessTool = WorkcellTool<"stop_process", StopProcessInput, StopProcessOutput, "process">;
+/** The `list_processes` tool. */
+export type ListProcessesTool = WorkcellTool<"list_processes", ListProcessesInput, ListProcessesOutput, "read">;
+/** The process-session tools, by name (`tools.start_process`) and as an array. */
+export type ProcessTools = NamedTools<StartProcessTool | ReadProcessTool | WriteProcessTool | StopProcessTool | ListProcessesTool>;
+
 export interface ProcessInfo {
   id: string;
   argv: string[];
@@ -170,7 +201,7 @@ function integer(name: string, value: unknown, min: number, max: number): number
 type CoreProcessOutput = Omit<ProcessOutput, "sandbox" | "denials"> & { sandbox: unknown };
 
 /** Creates the five process-session tools for one workspace root, sharing one process table. */
-export function createProcessTools(root: string, options: ProcessToolsOptions = {}): AnyTool[] {
+export function createProcessTools(root: string, options: ProcessToolsOptions = {}): ProcessTools {
   const T = "createProcessTools";
   checkOptions(T, PROCESS_TOOLS_OPTIONS, options);
   const ws = openWorkspace(root);
@@ -306,7 +337,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     "read",
   );
-  const start: Tool<StartProcessInput, ProcessOutput> = {
+  const start: StartProcessTool = {
     name: "start_process",
     effect: "process",
     description: full(
@@ -334,7 +365,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   };
   // Reading a process's output or the list changes nothing: effect "read" (MCP clients that
   // approve read-only tools on their own do not ask for them); stopping one is a process call.
-  const read: Tool<ReadProcessInput, ProcessOutput> = {
+  const read: ReadProcessTool = {
     name: "read_process",
     effect: "read",
     description: full(
@@ -349,7 +380,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
-  const write: Tool<WriteProcessInput, { id: string; bytes: number }> = {
+  const write: WriteProcessTool = {
     name: "write_process",
     effect: "process",
     description: full(
@@ -364,7 +395,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
-  const stop: Tool<StopProcessInput, ProcessOutput> = {
+  const stop: StopProcessTool = {
     name: "stop_process",
     effect: "process",
     description: full(
@@ -379,7 +410,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
-  const list: Tool<Record<string, never>, { processes: ProcessInfo[] }> = {
+  const list: ListProcessesTool = {
     name: "list_processes",
     effect: "read",
     description: full(
@@ -399,7 +430,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   attachHooks(read, gate.hooks("read_process", readSpec));
   attachHooks(stop, gate.hooks("stop_process", stopSpec));
   attachHooks(list, gate.hooks("list_processes", listSpec));
-  const tools = [start, read, write, stop, list];
+  const tools = namedTools([start, read, write, stop, list]);
   portGroups.set(tools, table.portGroup);
   return tools;
 }
@@ -407,7 +438,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
 const portGroups = new WeakMap<object, number>();
 
 /** Internal: the port group of a `createProcessTools` array (for the tool set's other tools). */
-export function portGroupOf(tools: AnyTool[]): number | undefined {
+export function portGroupOf(tools: readonly object[]): number | undefined {
   return portGroups.get(tools);
 }
 

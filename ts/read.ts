@@ -2,7 +2,7 @@ import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty, validatePath } from "./paths.js";
 import { READ_OUTPUT_SCHEMA } from "./output-schemas.js";
-import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
+import { WORKSPACE_ROOT, type ToolContext, type WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 
@@ -42,6 +42,13 @@ export interface ReadOutput {
 
 export { isImageOutput, MAX_IMAGE_BYTES, type ReadImageOutput } from "./image.js";
 import type { ReadImageOutput } from "./image.js";
+
+/** read_file's input. */
+export type ReadFileInput = ReadInput;
+/** read_file's result: a text file (whole or a window of lines) or an image. */
+export type ReadFileOutput = ReadOutput | ReadImageOutput;
+/** The `read_file` tool. */
+export type ReadFileTool = WorkcellTool<"read_file", ReadFileInput, ReadFileOutput, "read"> & { readonly [WORKSPACE_ROOT]: string };
 
 export interface ReadToolOptions extends CommonToolOptions {}
 
@@ -92,11 +99,11 @@ const compactDescription =
 export function createReadTool(
   root: string,
   options: ReadToolOptions = {},
-): Tool<ReadInput, ReadOutput | ReadImageOutput> & { readonly [WORKSPACE_ROOT]: string } {
+): ReadFileTool {
   checkOptions("createReadTool", READ_OPTIONS, options);
   const ws = openWorkspace(root);
   const gate = new Gate("createReadTool", options, ws.canonical);
-  return gateReadTool({
+  return gateReadTool<ReadInput, ReadFileOutput, ReadFileTool>({
     [WORKSPACE_ROOT]: ws.canonical,
     name: "read_file",
     effect: "read",

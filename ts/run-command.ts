@@ -7,7 +7,7 @@ import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, listenPorts, describeSandbox, describeSandboxCompact, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
@@ -233,8 +233,11 @@ function describe(
   ].join(" ");
 }
 
+/** The `run_command` tool. */
+export type RunCommandTool = WorkcellTool<"run_command", RunCommandInput, RunCommandOutput, "process">;
+
 /** Creates the `run_command` tool for one workspace root. */
-export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): Tool<RunCommandInput, RunCommandOutput> {
+export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): RunCommandTool {
   const T = "createRunCommandTool";
   checkOptions(T, RUN_COMMAND_OPTIONS, options);
   const ws = openWorkspace(root);

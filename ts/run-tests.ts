@@ -8,7 +8,7 @@ import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
@@ -182,8 +182,11 @@ interface NativeRunTestsOptions {
   sandbox: NativeSandboxOptions;
 }
 
+/** The `run_tests` tool. */
+export type RunTestsTool = WorkcellTool<"run_tests", RunTestsInput, RunTestsOutput, "process">;
+
 /** Creates the `run_tests` tool for one workspace root. */
-export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): Tool<RunTestsInput, RunTestsOutput> {
+export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): RunTestsTool {
   const T = "createRunTestsTool";
   checkOptions(T, RUN_TESTS_OPTIONS, options);
   const ws = openWorkspace(root);

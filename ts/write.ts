@@ -2,7 +2,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, pathProperty } from "./paths.js";
 import { WRITE_OUTPUT_SCHEMA } from "./output-schemas.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
@@ -77,8 +77,15 @@ function describe(limit: number): string {
   ].join(" ");
 }
 
+/** write_file's input. */
+export type WriteFileInput = WriteInput;
+/** write_file's result. */
+export type WriteFileOutput = WriteOutput;
+/** The `write_file` tool. */
+export type WriteFileTool = WorkcellTool<"write_file", WriteFileInput, WriteFileOutput, "write">;
+
 /** Creates the `write_file` tool for one workspace root. */
-export function createWriteTool(root: string, options: WriteToolOptions = {}): Tool<WriteInput, WriteOutput> {
+export function createWriteTool(root: string, options: WriteToolOptions = {}): WriteFileTool {
   checkOptions("createWriteTool", WRITE_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);

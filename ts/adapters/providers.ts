@@ -1,7 +1,7 @@
 // The model providers' own function-tool JSON, for agents that call a provider's API directly,
 // and the small conversions between a provider's tool-call object and workcell's ToolCall /
 // ToolResult. No dependency: these are plain objects in the documented shapes.
-import type { ToolCall, ToolResult } from "../registry.js";
+import type { ToolCall, ToolResultContent } from "../registry.js";
 import type { JsonSchema } from "../schema.js";
 import { toRegistry, type ToolsInput } from "./common.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
@@ -136,17 +136,17 @@ export function fromAnthropicToolUse(block: AnthropicToolUse): ToolCall {
 }
 
 /** ToolResult -> the Chat Completions `tool` message that answers the call. */
-export function toOpenAIToolMessage(result: ToolResult): { role: "tool"; tool_call_id: string; content: string } {
+export function toOpenAIToolMessage(result: ToolResultContent): { role: "tool"; tool_call_id: string; content: string } {
   return { role: "tool", tool_call_id: result.id, content: result.content };
 }
 
 /** ToolResult -> the Responses API `function_call_output` input item. */
-export function toOpenAIResponsesOutput(result: ToolResult): { type: "function_call_output"; call_id: string; output: string } {
+export function toOpenAIResponsesOutput(result: ToolResultContent): { type: "function_call_output"; call_id: string; output: string } {
   return { type: "function_call_output", call_id: result.id, output: result.content };
 }
 
 /** ToolResult -> the Anthropic `tool_result` block (in the next user message), `is_error` set on failures. */
-export function toAnthropicToolResult(result: ToolResult): {
+export function toAnthropicToolResult(result: ToolResultContent): {
   type: "tool_result";
   tool_use_id: string;
   content: string;
