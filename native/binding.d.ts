@@ -110,10 +110,11 @@ export declare class NativeWorkspace {
   checkNodeProcess(execPath: string, source: string, arguments: Array<string>): void
   /**
    * node_process: resolves to `{ ok }` (the output) or to `{ error }` (timeout,
-   * cancellation, limits); never rejects for a tool error. Throws synchronously when
-   * `options` (the core's `NodeOptions` as JSON) are unusable.
+   * cancellation, limits); never rejects for a tool error. `timeoutMs` is the model's, clamped
+   * in the core to the host's `maxTimeoutMs`. Throws synchronously when `options` (the core's
+   * `NodeOptions` as JSON) are unusable.
    */
-  nodeProcess(source: string, arguments: Array<string>, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; stdout: string; stderr: string; stdoutTruncated: boolean; stderrTruncated: boolean; timedOut: boolean; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number } } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  nodeProcess(source: string, arguments: Array<string>, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<{ ok: { exitCode: number | null; signal: string | null; stdout: string; stderr: string; stdoutTruncated: boolean; stderrTruncated: boolean; timedOut: boolean; durationMs: number; sandbox: { landlockAbi: number | null; filesystem: "confined" | "open"; network: "blocked" | "allowed" | "filtered" | "open"; processes: "namespace" | "group"; nodePermission: boolean; limits: { processes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; memoryBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" }; fileBytes: { max: number; by: "rlimit" | "cgroup-v2" | "cgroup-v1" | "none" } }; protect: "read-only" | "partial" | "none" | "open" }; network?: { allowed: number; refused: number }; note?: string } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
   /**
    * read_file: resolves to `{ ok: { path, content, bytes, hash } }` (an image:
    * `{ ok: { path, mimeType, data, bytes, hash } }`) or to `{ error }`; never rejects.
