@@ -6,6 +6,8 @@
 import { generateText, type InferToolInput, type InferToolOutput, type LanguageModel, type ToolSet } from "ai";
 import {
   ErrorCode,
+  toAnthropicTools,
+  toOpenAITools,
   ToolError,
   ToolRegistry,
   closeTools,
@@ -14,6 +16,7 @@ import {
   createReadTool,
   executeToolCall,
   type AnyTool,
+  type CodingTool,
   type ListProcessesOutput,
   type NodeProcessInput,
   type ReadFileInput,
@@ -143,3 +146,7 @@ export async function piDetails(): Promise<string> {
   const r = await pi.read_file.execute("1", { path: "a.txt" });
   return r.details.hash;
 }
+
+// The providers' definitions carry the tools' names.
+export const chatNames: CodingTool["name"][] = toOpenAITools(tools).map((t) => t.function.name);
+export const anthropicNames: CodingTool["name"][] = toAnthropicTools(tools).map((t) => t.name);
