@@ -184,7 +184,7 @@ describe("toAISDKTools", () => {
       bytes: 6,
       hash: "b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060",
     });
-    const err = await Promise.resolve(read.execute!({ path: "a.txt", extra: 1 }, { toolCallId: "y", messages: [] })).catch((e: unknown) => e);
+    const err = await Promise.resolve(read.execute!({ path: "a.txt", extra: 1 } as { path: string }, { toolCallId: "y", messages: [] })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ToolCallError);
     expect(JSON.parse((err as Error).message).error).toMatchObject({ code: "TOOL_ARGUMENTS_INVALID", message: "INVALID_ARGUMENTS_SHAPE" });
   });

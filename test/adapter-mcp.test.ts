@@ -22,7 +22,7 @@ async function connect(server: ReturnType<typeof createMcpServer>) {
   return client;
 }
 
-function fakeTool(name: string, execute: Tool<unknown, unknown>["execute"] = async () => ({ ok: name })): Tool<unknown, unknown> {
+function fakeTool(name: string, execute: Tool<string, unknown, unknown>["execute"] = async () => ({ ok: name })): Tool<string, unknown, unknown> {
   return {
     name,
     description: `fake ${name}`,

@@ -35,6 +35,19 @@ describe("toPiTools", () => {
     expect(read.parameters).toEqual(coding.find((t) => t.name === "read_file")!.parameters);
   });
 
+  test("pi_tools_are_reachable_by_name_and_a_host_tool_named_like_an_array_member_shadows_nothing", async () => {
+    const { root } = await tempWorkspace();
+    const pi = toPiTools(createCodingTools(root));
+    expect(pi.read_file.name).toBe("read_file");
+    expect(pi.read_file).toBe(pi.find((t) => t.name === "read_file"));
+    const host = (name: string) => ({ ...waitingTool().tool, name });
+    const odd = toPiTools([host("map"), host("0"), host("length"), host("other")]);
+    expect(odd.map((t) => t.name)).toEqual(["map", "0", "length", "other"]);
+    expect(odd).toHaveLength(4);
+    expect(odd[0]!.name).toBe("map");
+    expect((odd as unknown as Record<string, { name: string }>).other!.name).toBe("other");
+  });
+
   test("Pi's agent loop runs the model's tool call; the model reads the output JSON next turn", async () => {
     const { root } = await workspaceWithFile();
     const provider = faux();

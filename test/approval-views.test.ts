@@ -65,7 +65,7 @@ describe("a yes covers every byte of what runs", () => {
       onAudit: (e) => events.push(e),
     });
     onTestFinished(() => closeTools(tools));
-    const [start, , write] = tools as [any, any, any];
+    const [start, , write] = tools as unknown as [any, any, any];
     // A REPL that runs each line it reads (a shell reading stdin is refused by the command policy).
     const started = await start.execute(start.validate({ argv: ["node", "-i"] }), ctx());
     const input = `console.log("build started") // ${" ".repeat(300)}\nrequire("fs").writeFileSync("HIDDEN", "")\n`;
@@ -176,7 +176,7 @@ describe("one gate for every call", () => {
       onAudit: (e) => events.push(e),
     });
     onTestFinished(() => closeTools(tools));
-    const [start, read, , stop, list] = tools as [any, any, any, any, any];
+    const [start, read, , stop, list] = tools as unknown as [any, any, any, any, any];
     const mark = marker();
     const started = await start.execute(start.validate({ argv: ["sh", "-c", `sleep 30; : ${mark}`] }), ctx());
     for (const [tool, input] of [
@@ -200,7 +200,7 @@ describe("one gate for every call", () => {
     const more: AuditEvent[] = [];
     const plain = createProcessTools(root, { scratchDir, approvalFor: { process: "ask" }, approve: () => true, onAudit: (e) => more.push(e) });
     onTestFinished(() => closeTools(plain));
-    const [s2, r2, , st2, l2] = plain as [any, any, any, any, any];
+    const [s2, r2, , st2, l2] = plain as unknown as [any, any, any, any, any];
     const p = await s2.execute(s2.validate({ argv: ["sleep", "30"] }), ctx());
     await r2.execute(r2.validate({ id: p.id, waitMs: 0 }), ctx());
     expect((await l2.execute(l2.validate({}), ctx())).processes).toHaveLength(1);

@@ -87,11 +87,11 @@ export async function workspaceWithFile(): Promise<{ parent: string; root: strin
  * A tool named "slow" whose call waits until its signal aborts, then rejects with an AbortError:
  * `running` settles when a call started, `signal` is that call's signal.
  */
-export function waitingTool(): { tool: Tool<unknown, unknown>; running: Promise<void>; readonly signal: AbortSignal | undefined } {
+export function waitingTool(): { tool: Tool<string, unknown, unknown>; running: Promise<void>; readonly signal: AbortSignal | undefined } {
   let toolSignal: AbortSignal | undefined;
   let started!: () => void;
   const running = new Promise<void>((r) => (started = r));
-  const tool: Tool<unknown, unknown> = {
+  const tool: Tool<string, unknown, unknown> = {
     name: "slow",
     description: "waits until it is cancelled",
     parameters: { type: "object", properties: {}, additionalProperties: false },

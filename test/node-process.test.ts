@@ -380,6 +380,66 @@ describe("node_process: timeout and cancellation", () => {
   });
 });
 
+describe("node_process: timeoutMs per call, clamped to the host's maxTimeoutMs", () => {
+  test("a model's timeoutMs: 5000 is no longer refused as an unknown property", async () => {
+    const { root } = await tempWorkspace();
+    const registry = new ToolRegistry([createNodeProcessTool(root, { timeoutMs: 10_000 })]);
+    const result = await executeToolCall(registry, { id: "1", name: "node_process", arguments: { source: "console.log('ok')", timeoutMs: 5000 } });
+    expect(result.isError, result.content).toBe(false);
+    expect(content(result)).toMatchObject({ exitCode: 0, stdout: "ok\n" });
+    expect(content(result).note).toBeUndefined();
+    const def = registry.definitions()[0]!;
+    expect(Object.keys(def.parameters.properties!)).toContain("timeoutMs");
+    for (const bad of [0, 1.5, "500", -1]) {
+      expect(invalid(() => registry.get("node_process")!.validate({ source: "", timeoutMs: bad })).message).toBe("INVALID_ARGUMENTS_SHAPE");
+    }
+  });
+
+  test("a per-call timeout below the host's applies", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root, { timeoutMs: 30_000 });
+    const started = performance.now();
+    const err = await rejection(tool.execute(tool.validate({ source: "for (;;) {}", timeoutMs: 700 }), ctx()));
+    expect((err as ToolError).code).toBe("NODE_PROCESS_TIMEOUT");
+    expect((err as ToolError).details).toMatchObject({ timeoutMs: 700, timedOut: true });
+    expect(performance.now() - started).toBeLessThan(15_000);
+    expect(scriptLeftovers(root)).toEqual([]);
+  });
+
+  test("a per-call timeout above the host's is clamped: by default a model cannot raise it", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root, { timeoutMs: 800 });
+    const err = await rejection(tool.execute(tool.validate({ source: "for (;;) {}", timeoutMs: 5000 }), ctx()));
+    expect((err as ToolError).code).toBe("NODE_PROCESS_TIMEOUT");
+    expect((err as ToolError).details).toMatchObject({ timeoutMs: 800 });
+    // A call that ends in time is told that its timeout was clamped.
+    const roomy = createNodeProcessTool(root, { timeoutMs: 20_000 });
+    const out = await roomy.execute(roomy.validate({ source: "", timeoutMs: 60_000 }), ctx());
+    expect(out.note).toBe("timeoutMs 60000 is above this tool's maximum of 20000 ms and was clamped to 20000 ms");
+  });
+
+  test("a host's maxTimeoutMs lets a call ask for more, up to it", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root, { timeoutMs: 1, maxTimeoutMs: 60_000 });
+    expect(tool.description).toContain("within 1 ms unless timeoutMs asks otherwise (at most 60000 ms)");
+    const out = await tool.execute(tool.validate({ source: "console.log('done')", timeoutMs: 30_000 }), ctx());
+    expect(out).toMatchObject({ exitCode: 0, stdout: "done\n" });
+    expect(out.note).toBeUndefined();
+    expect(() => createNodeProcessTool(root, { timeoutMs: 2_000, maxTimeoutMs: 1_000 })).toThrow(/timeoutMs \(2000\) is above maxTimeoutMs \(1000\)/);
+    expect(() => createNodeProcessTool(root, { maxTimeoutMs: 0 })).toThrow(TypeError);
+  });
+
+  test("the clamp is the core's: a host that skips validate gets it too", async () => {
+    const { root } = await tempWorkspace();
+    const tool = createNodeProcessTool(root, { timeoutMs: 800 });
+    const err = await rejection(tool.execute({ source: "for (;;) {}", timeoutMs: 5000 }, ctx()));
+    expect((err as ToolError).details).toMatchObject({ timeoutMs: 800 });
+    const bad = await rejection(tool.execute({ source: "require('fs').writeFileSync('ran', '')", timeoutMs: 0.5 }, ctx()));
+    expect((bad as ToolError).message).toBe("INVALID_ARGUMENTS_SHAPE");
+    expect(await readdir(root)).toEqual([]);
+  });
+});
+
 describe("node_process: registry", () => {
   test("createCodingTools passes the shared process timeout; the tool's own option wins", async () => {
     const { root } = await tempWorkspace();

@@ -90,7 +90,7 @@ describe("outputSchema", () => {
     const good = await read.execute({ path: "a.txt" }, { signal: new AbortController().signal });
     check(read, good);
     expect(() => check(read, { ...good, extra: 1 })).toThrow(/outputSchema/);
-    const { hash: _hash, ...missing } = good as Record<string, unknown>;
+    const { hash: _hash, ...missing } = good as unknown as Record<string, unknown>;
     expect(() => check(read, missing)).toThrow(/outputSchema/);
     expect(() => check(read, { ...good, bytes: "2" })).toThrow(/outputSchema/);
     const run = createCodingTools(root).find((t) => t.name === "run_command")!;

@@ -54,8 +54,7 @@ async function exists(p: string): Promise<boolean> {
 function tools(root: string, options: Parameters<typeof createProcessTools>[1] = {}) {
   const set = createProcessTools(root, options);
   sets.push(set);
-  const byName = (n: string) => set.find((t) => t.name === n)!;
-  return { set, start: byName("start_process"), list: byName("list_processes") };
+  return { set, start: set.start_process, list: set.list_processes };
 }
 
 /** A start that touches `path` and returns when the process has exited. */
@@ -101,7 +100,7 @@ describe("start_process grants", () => {
     const a = join(granted, "a.txt");
     const b = join(other, "b.txt");
     // One start with the grant: exactly the granted directory is writable.
-    const first = (await start.execute(start.validate({ argv: ["touch", a, b], waitMs: 10_000, grants: { writePaths: [granted] } }), ctx())) as Record<string, unknown>;
+    const first = (await start.execute(start.validate({ argv: ["touch", a, b], waitMs: 10_000, grants: { writePaths: [granted] } }), ctx()));
     expect(requests).toHaveLength(1);
     expect(requests[0]).toMatchObject({ tool: "start_process", effect: "process", argv: ["touch", a, b], grants: { writePaths: [granted] } });
     expect(requests[0]!.summary).toContain("start_process touch");
@@ -111,7 +110,7 @@ describe("start_process grants", () => {
     expect(first.output).toContain(`touch: cannot touch '${b}': Permission denied`);
     // The next start, without grants: the process's own EACCES from the kernel, and the hint.
     const c = join(granted, "c.txt");
-    const second = (await start.execute(start.validate(touch(c)), ctx())) as Record<string, unknown>;
+    const second = (await start.execute(start.validate(touch(c)), ctx()));
     expect(requests).toHaveLength(1);
     expect(second.exitCode).not.toBe(0);
     expect(second.output).toContain(`touch: cannot touch '${c}': Permission denied`);
@@ -124,7 +123,7 @@ describe("start_process grants", () => {
     expect(String(second.note).indexOf('sandbox: "off"')).toBeGreaterThan(String(second.note).indexOf("grants"));
     // The same start with the sandbox off writes: the refusal above is the sandbox's.
     const open = tools(root, { sandbox: "off" }).start;
-    const opened = (await open.execute(open.validate(touch(c)), ctx())) as Record<string, unknown>;
+    const opened = (await open.execute(open.validate(touch(c)), ctx()));
     expect(opened).toMatchObject({ exitCode: 0, sandbox: { filesystem: "open" } });
     expect(opened.denials).toBeUndefined();
     expect(await exists(c)).toBe(true);
@@ -133,9 +132,9 @@ describe("start_process grants", () => {
   test.skipIf(!landlock)("start_process_granted_sandbox_off_is_what_its_sandbox_report_says", async () => {
     const { root } = await tempWorkspace();
     const { start } = tools(root, { approvalFor: { grant: "ask" }, approve: () => true });
-    const off = (await start.execute(start.validate({ argv: ["true"], waitMs: 10_000, grants: { sandbox: "off" } }), ctx())) as Record<string, unknown>;
+    const off = (await start.execute(start.validate({ argv: ["true"], waitMs: 10_000, grants: { sandbox: "off" } }), ctx()));
     expect(off).toMatchObject({ exitCode: 0, sandbox: { filesystem: "open", network: "open", processes: "group" } });
-    const next = (await start.execute(start.validate({ argv: ["true"], waitMs: 10_000 }), ctx())) as Record<string, unknown>;
+    const next = (await start.execute(start.validate({ argv: ["true"], waitMs: 10_000 }), ctx()));
     expect(next).toMatchObject({ exitCode: 0, sandbox: { filesystem: "confined" } });
   });
 

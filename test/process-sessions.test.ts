@@ -76,7 +76,7 @@ describe("process sessions", () => {
   test("a REPL through tty: write 1+1, read 2, no escape bytes", async () => {
     const { root, scratchDir } = await withScratch();
     const tools = createProcessTools(root, { scratchDir });
-    const [start, read, write, stop] = tools;
+    const { start_process: start, read_process: read, write_process: write, stop_process: stop } = tools;
     const s = await start.execute(start.validate({ argv: ["node", "-i"], tty: true, waitFor: "> $", waitMs: 15_000 }), ctx());
     expect(s.matched).toBe(true);
     expect(await write.execute(write.validate({ id: s.id, input: "1+1\n" }), ctx())).toEqual({ id: s.id, bytes: 4 });

@@ -24,7 +24,7 @@ import {
 } from "../dist/index.js";
 import { tempWorkspace } from "./helpers.js";
 
-function fakeTool(name: string, parameters: JsonSchema): Tool<unknown, unknown> {
+function fakeTool(name: string, parameters: JsonSchema): Tool<string, unknown, unknown> {
   return { name, description: `fake ${name}`, parameters, validate: (i) => i, execute: async (i) => i };
 }
 

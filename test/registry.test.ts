@@ -12,7 +12,7 @@ import {
 } from "../dist/index.js";
 import { call, content, tempWorkspace } from "./helpers.js";
 
-function fakeTool(name: string, execute: Tool<unknown, unknown>["execute"]): Tool<unknown, unknown> {
+function fakeTool(name: string, execute: Tool<string, unknown, unknown>["execute"]): Tool<string, unknown, unknown> {
   return {
     name,
     description: "test tool",
@@ -29,7 +29,9 @@ describe("ToolRegistry", () => {
     expect(() => new ToolRegistry([read, createReadTool(root)])).toThrow(/duplicate/);
     const registry = new ToolRegistry([read]);
     expect(registry.get("read_file")).toBe(read);
-    expect(registry.get("nope")).toBeUndefined();
+    // A literal name the registry does not hold is a type error; a name known only at run time
+    // (a model's) is looked up.
+    expect(registry.get("nope" as string)).toBeUndefined();
     expect(registry.list()).toEqual([read]);
     expect(registry.definitions()).toEqual([{ name: "read_file", description: read.description, parameters: read.parameters }]);
   });
@@ -51,13 +53,45 @@ describe("executeToolCall", () => {
     await writeFile(join(root, "a.txt"), "hi");
     const registry = new ToolRegistry([createReadTool(root)]);
     const result = await executeToolCall(registry, call("read_file", { path: "a.txt" }, "c1"), new AbortController().signal);
-    expect(result).toEqual({
-      type: "toolResult",
-      id: "c1",
-      name: "read_file",
-      isError: false,
-      content: JSON.stringify({ path: "a.txt", content: "hi", bytes: 2, hash: "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4" }),
-    });
+    const output = { path: "a.txt", content: "hi", bytes: 2, hash: "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4" };
+    expect(result).toEqual({ type: "toolResult", id: "c1", name: "read_file", isError: false, content: JSON.stringify(output), output });
+  });
+
+  test("executeToolCall_takes_a_call_without_type_or_signal_and_gives_the_parsed_output_or_error_beside_content", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "hi");
+    const registry = new ToolRegistry(createCodingTools(root));
+    const ok = await executeToolCall(registry, { id: "1", name: "read_file", arguments: { path: "a.txt" } });
+    expect(ok.isError).toBe(false);
+    if (ok.isError) return;
+    expect(ok.output).toEqual(JSON.parse(ok.content));
+    expect(ok.output.hash).toMatch(/^[0-9a-f]{64}$/);
+    for (const args of [{ path: "missing.txt" }, { path: "../x" }]) {
+      const failed = await executeToolCall(registry, { id: "2", name: "read_file", arguments: args });
+      expect(failed.isError).toBe(true);
+      if (!failed.isError) return;
+      expect(failed.error).toEqual(JSON.parse(failed.content).error);
+      expect(failed).not.toHaveProperty("output");
+    }
+    const unknown = await executeToolCall(registry, { id: "3", name: "rm_rf" as string, arguments: {} });
+    expect(unknown.isError && unknown.error.code).toBe("TOOL_NOT_FOUND");
+  });
+
+  test("a_tool_set_reaches_its_tools_by_name_and_still_iterates_as_tools", async () => {
+    const { root } = await tempWorkspace();
+    const tools = createCodingTools(root);
+    const names = tools.map((t) => t.name);
+    expect(names).toContain("read_file");
+    for (const t of tools) expect((tools as unknown as Record<string, unknown>)[t.name]).toBe(t);
+    expect(tools.read_file.name).toBe("read_file");
+    expect(tools.start_process.name).toBe("start_process");
+    // The names are not elements: the array is what it was (keys, JSON, spread, registry).
+    expect(Object.keys(tools)).toEqual(names.map((_, i) => String(i)));
+    expect(Array.isArray(tools)).toBe(true);
+    expect([...tools]).toHaveLength(names.length);
+    expect(new ToolRegistry(tools).list()).toEqual([...tools]);
+    expect(JSON.parse(JSON.stringify(tools.map((t) => t.name)))).toEqual(names);
+    await new ToolRegistry(tools).close();
   });
 
   test("accepts arguments given as JSON text", async () => {

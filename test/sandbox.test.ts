@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 import * as lib from "../dist/index.js";
-import { ToolError, createCodingTools, createNodeProcessTool, createRunTestsTool, executeToolCall, sandboxSupport, ToolRegistry } from "../dist/index.js";
+import { ToolError, createCodingTools, createNodeProcessTool, createRunTestsTool, executeToolCall, sandboxSupport, ToolRegistry, type AnyTool } from "../dist/index.js";
 import { ATTACKS as ATTACK_TABLE, LEGIT as LEGIT_TABLE, TOOLS, runAttack, runLegit, setting } from "./sandbox-attacks.mjs";
 import { call, content, ctx, tempWorkspace } from "./helpers.js";
 import { AS_NOBODY, packageNobodyCanRead } from "./nobody.js";
@@ -271,7 +271,8 @@ describe("sandbox modes and options", () => {
     const requests: Record<string, unknown> = { node_process: { source: "" }, run_command: { argv: ["true"] }, run_tests: { runner: "node", args: ["a.test.mjs"] } };
     const run = async (processes: object) => {
       const reports: Record<string, unknown> = {};
-      for (const tool of createCodingTools(root, { processes: { timeoutMs: 10_000, ...processes } })) {
+      const tools: AnyTool[] = createCodingTools(root, { processes: { timeoutMs: 10_000, ...processes } });
+      for (const tool of tools) {
         if (requests[tool.name]) reports[tool.name] = ((await tool.execute(tool.validate(requests[tool.name]), ctx())) as { sandbox: unknown }).sandbox;
       }
       return reports;

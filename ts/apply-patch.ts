@@ -2,7 +2,7 @@ import { binding, callCore, fromConversion, fromThrown, openWorkspace } from "./
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
 import { ArgumentsReason, invalidArguments } from "./errors.js";
-import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
+import { WORKSPACE_ROOT, type ToolContext, type WorkcellTool } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
@@ -69,11 +69,14 @@ const COMPACT_DESCRIPTION = [
   "Paths are workspace-relative; give 3 context lines.",
 ].join("\n");
 
+/** The `apply_patch` tool. */
+export type ApplyPatchTool = WorkcellTool<"apply_patch", ApplyPatchInput, ApplyPatchOutput, "write"> & { readonly [WORKSPACE_ROOT]: string };
+
 /** Creates the `apply_patch` tool for one workspace root. */
 export function createApplyPatchTool(
   root: string,
   options: ApplyPatchToolOptions = {},
-): Tool<ApplyPatchInput, ApplyPatchOutput> & { readonly effect: "write"; readonly [WORKSPACE_ROOT]: string } {
+): ApplyPatchTool {
   checkOptions("createApplyPatchTool", APPLY_PATCH_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);

@@ -760,7 +760,7 @@ export function toPreview(r: {
 }
 
 /** Puts a reading tool's calls through `gate` (rules and the audit; reads never ask by default). */
-export function gateReadTool<I, O, T extends Tool<I, O>>(tool: T, gate: Gate, paths: (input: I) => string[]): T {
+export function gateReadTool<I, O, T extends Tool<string, I, O>>(tool: T, gate: Gate, paths: (input: I) => string[]): T {
   const run = tool.execute.bind(tool);
   const spec: ReadSpec<I, O> = { effect: "read", paths, run: (input, context) => run(input, context) };
   tool.execute = (input: I, context: ToolContext) => gate.execute(tool.name, spec, input, context);

@@ -4,8 +4,8 @@ import { LIST_OPTIONS, createListTool, type ListToolOptions } from "./list.js";
 import { SEARCH_OPTIONS, createSearchTool, type SearchToolOptions } from "./search.js";
 import { RUN_COMMAND_OPTIONS, createRunCommandTool, type RunCommandToolOptions } from "./run-command.js";
 import { RUN_TESTS_OPTIONS, createRunTestsTool, type RunTestsToolOptions } from "./run-tests.js";
-import { PROCESS_TOOLS_OPTIONS, createProcessTools, portGroupOf, type ProcessToolsOptions } from "./session.js";
-import type { AnyTool } from "./tool.js";
+import { PROCESS_TOOLS_OPTIONS, createProcessTools, portGroupOf, type ProcessTools, type ProcessToolsOptions } from "./session.js";
+import { namedTools, type AnyTool, type NamedTools } from "./tool.js";
 import { WRITE_OPTIONS, createWriteTool, type WriteToolOptions } from "./write.js";
 import { EDIT_OPTIONS, createEditTool, type EditToolOptions } from "./edit.js";
 import { GUARD_OPTIONS, type WriteGuardOptions } from "./guard.js";
@@ -28,33 +28,36 @@ import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type Networ
 // The factories of the set and their types, exported by the package's entry point through
 // this module (ts/index.ts re-exports it): a tool added to the set is exported here.
 export { createReadTool, isImageOutput, MAX_IMAGE_BYTES } from "./read.js";
-export type { ReadInput, ReadOutput, ReadImageOutput, ReadToolOptions, ReadFileInput, ReadFileOutput } from "./read.js";
+export type { ReadFileInput, ReadFileOutput, ReadFileTool, ReadInput, ReadOutput, ReadImageOutput, ReadToolOptions } from "./read.js";
 export { createWriteTool } from "./write.js";
-export type { WriteInput, WriteOutput, WriteToolOptions, WriteFileInput, WriteFileOutput } from "./write.js";
+export type { WriteFileInput, WriteFileOutput, WriteFileTool, WriteInput, WriteOutput, WriteToolOptions } from "./write.js";
 export { createEditTool } from "./edit.js";
-export type { EditInput, EditOutput, EditToolOptions, EditFileInput, EditFileOutput } from "./edit.js";
+export type { EditFileInput, EditFileOutput, EditFileTool, EditInput, EditOutput, EditToolOptions } from "./edit.js";
 export { createApplyPatchTool, MAX_PATCH_BYTES, MAX_PATCH_FILES } from "./apply-patch.js";
-export type { ApplyPatchInput, ApplyPatchOutput, ApplyPatchToolOptions, PatchedFile } from "./apply-patch.js";
+export type { ApplyPatchInput, ApplyPatchOutput, ApplyPatchTool, ApplyPatchToolOptions, PatchedFile } from "./apply-patch.js";
 export { createMoveFileTool, createDeleteFileTool, createMakeDirectoryTool } from "./file-ops.js";
 export type {
   MoveFileInput,
   MoveFileOutput,
+  MoveFileTool,
   DeleteFileInput,
   DeleteFileOutput,
+  DeleteFileTool,
   MakeDirectoryInput,
   MakeDirectoryOutput,
+  MakeDirectoryTool,
   FileOpsToolOptions,
 } from "./file-ops.js";
 export { createNodeProcessTool } from "./node-process.js";
-export type { NodeProcessInput, NodeProcessOutput, NodeProcessToolOptions } from "./node-process.js";
+export type { NodeProcessInput, NodeProcessOutput, NodeProcessTool, NodeProcessToolOptions } from "./node-process.js";
 export { createListTool } from "./list.js";
-export type { ListInput, ListOutput, ListToolOptions, ListFilesInput, ListFilesOutput } from "./list.js";
+export type { ListFilesInput, ListFilesOutput, ListFilesTool, ListInput, ListOutput, ListToolOptions } from "./list.js";
 export { createSearchTool } from "./search.js";
-export type { SearchInput, SearchOutput, SearchToolOptions, SearchFilesInput, SearchFilesOutput } from "./search.js";
+export type { SearchFilesInput, SearchFilesOutput, SearchFilesTool, SearchInput, SearchOutput, SearchToolOptions } from "./search.js";
 export { createRunCommandTool } from "./run-command.js";
-export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from "./run-command.js";
+export type { RunCommandInput, RunCommandOutput, RunCommandTool, RunCommandToolOptions } from "./run-command.js";
 export { createRunTestsTool } from "./run-tests.js";
-export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
+export type { RunTestsInput, RunTestsOutput, RunTestsTool, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
 
 export interface CodingToolsOptions extends CommonToolOptions {
   read?: ReadToolOptions;
@@ -152,8 +155,30 @@ function defined<T extends object>(o: T | undefined): Partial<T> {
   return out;
 }
 
-/** All of workcell's tools for one workspace root. */
-export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
+/** One tool of {@link CodingTools}. */
+export type CodingTool =
+  | ReturnType<typeof createReadTool>
+  | ReturnType<typeof createListTool>
+  | ReturnType<typeof createSearchTool>
+  | ReturnType<typeof createWriteTool>
+  | ReturnType<typeof createEditTool>
+  | ReturnType<typeof createApplyPatchTool>
+  | ReturnType<typeof createMoveFileTool>
+  | ReturnType<typeof createDeleteFileTool>
+  | ReturnType<typeof createMakeDirectoryTool>
+  | ReturnType<typeof createNodeProcessTool>
+  | ReturnType<typeof createRunCommandTool>
+  | ReturnType<typeof createRunTestsTool>
+  | ProcessTools[number];
+
+/**
+ * The tools of `createCodingTools`: an array of tools (iterate it, pass it to `ToolRegistry` and
+ * the adapters) whose tools are also reachable by name with their types (`tools.read_file`).
+ */
+export type CodingTools = NamedTools<CodingTool>;
+
+/** All of workcell's tools for one workspace root, by name (`tools.read_file`) and as an array. */
+export function createCodingTools(root: string, options: CodingToolsOptions = {}): CodingTools {
   // The whole tree is checked first, so an error names the full path (processes.sandox).
   checkOptions("createCodingTools", CODING_TOOLS_OPTIONS, options);
   // The approval options go to every tool, with one session for the set (remembered grants).
@@ -176,7 +201,7 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
   const ports = { [PORT_GROUP]: portGroupOf(sessions), [LISTEN_PORTS]: [...(sessionsOptions.ports ?? [])] };
   const runCommand = { ...processes, ...options.runCommand, ...ports };
   const said: SandboxSaid = { tool: "run_command", sandbox: runCommand.sandbox ?? "auto", network: runCommand.network ?? false };
-  return [
+  return namedTools<CodingTool>([
     createReadTool(root, { ...base, ...options.read }),
     createListTool(root, { ...base, ...options.list }),
     createSearchTool(root, { ...base, ...options.search }),
@@ -190,5 +215,5 @@ export function createCodingTools(root: string, options: CodingToolsOptions = {}
     createRunCommandTool(root, runCommand),
     createRunTestsTool(root, { ...processes, ...options.runTests, ...ports, [SANDBOX_SAID_BY]: said } as RunTestsToolOptions),
     ...sessions,
-  ];
+  ]);
 }

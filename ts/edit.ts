@@ -2,7 +2,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH } from "./paths.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, EXPECTED_HASH, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -59,8 +59,15 @@ function describe(limit: number): string {
   ].join(" ");
 }
 
+/** edit_file's input. */
+export type EditFileInput = EditInput;
+/** edit_file's result. */
+export type EditFileOutput = EditOutput;
+/** The `edit_file` tool. */
+export type EditFileTool = WorkcellTool<"edit_file", EditFileInput, EditFileOutput, "write">;
+
 /** Creates the `edit_file` tool for one workspace root. */
-export function createEditTool(root: string, options: EditToolOptions = {}): Tool<EditInput, EditOutput> {
+export function createEditTool(root: string, options: EditToolOptions = {}): EditFileTool {
   checkOptions("createEditTool", EDIT_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);

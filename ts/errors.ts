@@ -26,6 +26,7 @@ export const ErrorCode = {
   APPROVAL_VIEW_INCOMPLETE: "APPROVAL_VIEW_INCOMPLETE",
   IO_ERROR: "IO_ERROR",
 } as const;
+/** One of the stable error codes: `ToolError.code` (comparing it with anything else is a type error). */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** Reason codes: the `message` of a `TOOL_ARGUMENTS_INVALID` error. */
@@ -46,14 +47,22 @@ export const ArgumentsReason = {
 } as const;
 export type ArgumentsReason = (typeof ArgumentsReason)[keyof typeof ArgumentsReason];
 
+/** The JSON form of a `ToolError`: what the model gets under `error`. */
+export interface ToolErrorJSON {
+  code: ErrorCode;
+  message: string;
+  hint?: string;
+  details?: unknown;
+}
+
 /** A recoverable tool failure: the model gets `code`, `message`, `hint` and `details`. */
 export class ToolError extends Error {
   override name = "ToolError";
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly hint?: string;
   readonly details?: unknown;
 
-  constructor(code: string, message: string, options: { hint?: string; details?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, options: { hint?: string; details?: unknown } = {}) {
     super(message);
     this.code = code;
     if (options.hint !== undefined) this.hint = options.hint;
@@ -61,8 +70,8 @@ export class ToolError extends Error {
   }
 
   /** The JSON form sent to the model: `{ code, message, hint?, details? }`. */
-  toJSON(): { code: string; message: string; hint?: string; details?: unknown } {
-    const out: { code: string; message: string; hint?: string; details?: unknown } = {
+  toJSON(): ToolErrorJSON {
+    const out: ToolErrorJSON = {
       code: this.code,
       message: this.message,
     };

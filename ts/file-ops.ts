@@ -2,7 +2,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
 
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { GUARD_OPTIONS, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
@@ -22,7 +22,12 @@ export const MOVE_FILE_OPTIONS = declareOptions("createMoveFileTool", FILE_OPS_S
 export const DELETE_FILE_OPTIONS = declareOptions("createDeleteFileTool", FILE_OPS_SPEC);
 export const MAKE_DIRECTORY_OPTIONS = declareOptions("createMakeDirectoryTool", FILE_OPS_SPEC);
 
-type WriteTool<I, O> = Tool<I, O> & { readonly effect: "write" };
+/** The `move_file` tool. */
+export type MoveFileTool = WorkcellTool<"move_file", MoveFileInput, MoveFileOutput, "write">;
+/** The `delete_file` tool. */
+export type DeleteFileTool = WorkcellTool<"delete_file", DeleteFileInput, DeleteFileOutput, "write">;
+/** The `make_directory` tool. */
+export type MakeDirectoryTool = WorkcellTool<"make_directory", MakeDirectoryInput, MakeDirectoryOutput, "write">;
 
 const moveParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.move_file.input, {
   from: "The file, symlink or directory to move, such as src/old.ts.",
@@ -33,7 +38,7 @@ const moveParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.move_file.input
 const compactMove = withDescriptions(moveParameters, { from: "The path to move, such as src/old.ts.", to: "Its new path.", overwrite: "Replace what is at to." });
 
 /** Creates the `move_file` tool for one workspace root. */
-export function createMoveFileTool(root: string, options: FileOpsToolOptions = {}): WriteTool<MoveFileInput, MoveFileOutput> {
+export function createMoveFileTool(root: string, options: FileOpsToolOptions = {}): MoveFileTool {
   checkOptions("createMoveFileTool", MOVE_FILE_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
@@ -79,7 +84,7 @@ const deleteParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.delete_file.i
 const compactDelete = withDescriptions(deleteParameters, { path: "Relative to the workspace root." });
 
 /** Creates the `delete_file` tool for one workspace root. */
-export function createDeleteFileTool(root: string, options: FileOpsToolOptions = {}): WriteTool<DeleteFileInput, DeleteFileOutput> {
+export function createDeleteFileTool(root: string, options: FileOpsToolOptions = {}): DeleteFileTool {
   checkOptions("createDeleteFileTool", DELETE_FILE_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);
@@ -127,7 +132,7 @@ const compactMkdir = withDescriptions(mkdirParameters, { path: "Relative to the 
 export function createMakeDirectoryTool(
   root: string,
   options: FileOpsToolOptions = {},
-): WriteTool<MakeDirectoryInput, MakeDirectoryOutput> {
+): MakeDirectoryTool {
   checkOptions("createMakeDirectoryTool", MAKE_DIRECTORY_OPTIONS, options);
   const guard = makeWriteGuard(options);
   const ws = openWorkspace(root);

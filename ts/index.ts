@@ -1,9 +1,10 @@
 export { ErrorCode, ArgumentsReason, ToolError, AbortError, isAbortError } from "./errors.js";
 export type { JsonSchema } from "./schema.js";
-export type { Tool, ToolContext, AnyTool, ToolEffect } from "./tool.js";
+export type { ToolErrorJSON } from "./errors.js";
+export type { Tool, ToolContext, AnyTool, ToolEffect, ToolInput, ToolOutput, ToolNamed, NamedTools, WorkcellTool } from "./tool.js";
 export { effectOf, closeTools } from "./tool.js";
 export { ToolRegistry, executeToolCall } from "./registry.js";
-export type { ToolCall, ToolResult, ToolDefinition } from "./registry.js";
+export type { ToolCall, ToolResult, ToolResultContent, ToolResultOf, ToolDefinition, KnownName, ToolByName } from "./registry.js";
 export { validatePath as normalizePath } from "./paths.js";
 export { DEFAULT_PROTECT } from "./guard.js";
 export type { WriteGuardOptions } from "./guard.js";
@@ -20,19 +21,25 @@ export * from "./coding.js";
 export { createProcessTools } from "./session.js";
 export type {
   ProcessToolsOptions,
+  ProcessTools,
   ProcessOutput,
   ProcessInfo,
   ProcessAlert,
   StartProcessInput,
-  ReadProcessInput,
-  WriteProcessInput,
-  StopProcessInput,
   StartProcessOutput,
+  StartProcessTool,
+  ReadProcessInput,
   ReadProcessOutput,
+  ReadProcessTool,
+  WriteProcessInput,
   WriteProcessOutput,
+  WriteProcessTool,
+  StopProcessInput,
   StopProcessOutput,
+  StopProcessTool,
   ListProcessesInput,
   ListProcessesOutput,
+  ListProcessesTool,
 } from "./session.js";
 // Every tool's input and output by tool name, generated from the core's definitions.
 export type { ToolShapes } from "./generated/contract.js";

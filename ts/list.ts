@@ -3,7 +3,7 @@ import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 import { validatePath } from "./paths.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import type { ListFilesInput, ListFilesOutput } from "./generated/contract.js";
@@ -54,12 +54,19 @@ const compactParameters = withDescriptions(parameters, {
 
 const compactDescription = "List the files beneath a directory as workspace-relative paths, directories ending in /; note says what was left out.";
 
+/** list_files's input. */
+export type ListFilesInput = ListInput;
+/** list_files's result. */
+export type ListFilesOutput = ListOutput;
+/** The `list_files` tool. */
+export type ListFilesTool = WorkcellTool<"list_files", ListFilesInput, ListFilesOutput, "read">;
+
 /** Creates the `list_files` tool for one workspace root. */
-export function createListTool(root: string, options: ListToolOptions = {}): Tool<ListInput, ListOutput> {
+export function createListTool(root: string, options: ListToolOptions = {}): ListFilesTool {
   checkOptions("createListTool", LIST_OPTIONS, options);
   const ws = openWorkspace(root);
   const gate = new Gate("createListTool", options, ws.canonical);
-  return gateReadTool({
+  return gateReadTool<ListInput, ListOutput, ListFilesTool>({
     name: "list_files",
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,

@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import { clearInterval as timersClearInterval, setInterval as timersSetInterval } from "node:timers";
 import type * as Binding from "../native/binding.js";
 import type { NativeError } from "../native/binding.js";
-import { ArgumentsReason, ToolError, abortError, invalidArguments } from "./errors.js";
+import { ArgumentsReason, ToolError, abortError, invalidArguments, type ErrorCode } from "./errors.js";
 import { addonLoadError } from "./platform.js";
 
 /**
@@ -34,7 +34,7 @@ export function fromNative(error: NativeError | CoreError, signal?: AbortSignal)
   if (error.code === "ABORTED") return abortError(signal);
   const details =
     error.details == null ? undefined : typeof error.details === "string" ? (JSON.parse(error.details) as unknown) : error.details;
-  return new ToolError(error.code, error.message, { hint: error.hint ?? undefined, details });
+  return new ToolError(error.code as ErrorCode, error.message, { hint: error.hint ?? undefined, details });
 }
 
 /** Converts an error thrown by a native constructor (its message is the tool error's JSON). */
@@ -43,7 +43,7 @@ export function fromThrown(err: unknown): Error {
     try {
       const parsed = JSON.parse(err.message) as { code?: string; message?: string; hint?: string; details?: unknown };
       if (typeof parsed.code === "string" && typeof parsed.message === "string") {
-        return new ToolError(parsed.code, parsed.message, {
+        return new ToolError(parsed.code as ErrorCode, parsed.message, {
           hint: parsed.hint ?? undefined,
           details: parsed.details ?? undefined,
         });

@@ -2,7 +2,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, nodePermissionSupport, sandboxOptions, type NativeSandboxOptions, type NodePermissionSupport, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
@@ -10,8 +10,13 @@ import type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.j
 export type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.js";
 
 export interface NodeProcessToolOptions extends SandboxToolOptions, CommonToolOptions {
-  /** Time the script may run, from its spawn (default 500 ms). */
+  /** Time the script may run, from its spawn, when the call names none (default 500 ms). */
   timeoutMs?: number;
+  /**
+   * Largest timeout a call may ask for (default: `timeoutMs`, so a call can shorten the timeout
+   * but not lengthen it).
+   */
+  maxTimeoutMs?: number;
   /** Bytes kept of stdout and of stderr, each (default 32,768). */
   maxOutputBytes?: number;
   /** Bytes kept of stdout (default: `maxOutputBytes`). */
@@ -42,7 +47,8 @@ const MAX_OUTPUT_CAP = binding.MAX_OUTPUT_CAP;
 export const NODE_PROCESS_OPTIONS = declareOptions("createNodeProcessTool", {
   ...COMMON_TOOL_OPTIONS,
   ...SANDBOX_OPTIONS,
-  timeoutMs: option.integer(1, MAX_TIMEOUT_MS, "time the script may run, in milliseconds"),
+  timeoutMs: option.integer(1, MAX_TIMEOUT_MS, "time the script may run when the call names none, in milliseconds"),
+  maxTimeoutMs: option.integer(1, MAX_TIMEOUT_MS, "largest timeout a call may ask for, in milliseconds"),
   maxOutputBytes: option.integer(1, MAX_OUTPUT_CAP, "bytes kept of stdout and of stderr, each"),
   maxStdoutBytes: option.integer(1, MAX_OUTPUT_CAP, "bytes kept of stdout"),
   maxStderrBytes: option.integer(1, MAX_OUTPUT_CAP, "bytes kept of stderr"),
@@ -56,26 +62,33 @@ export const NODE_PROCESS_OPTIONS = declareOptions("createNodeProcessTool", {
 const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.node_process.input, {
   source: "The JavaScript to run, as a CommonJS module (use require). At most 32,768 UTF-8 bytes.",
   arguments: "Strings the script receives as process.argv.slice(1), exactly as given. At most 32, each at most 2,048 UTF-8 bytes, 8,192 together; no NUL characters.",
+  timeoutMs: "Timeout in milliseconds for this script (default and maximum are the tool's; a larger value is clamped).",
 });
 
 const compactParameters = withDescriptions(parameters, {
   source: "CommonJS source (require; no top-level await).",
   arguments: "What the script gets as process.argv.slice(1).",
+  timeoutMs: "Timeout in ms.",
 });
 
-function describeCompact(timeoutMs: number, sandbox: string): string {
-  return `Run a short JavaScript program with Node.js in the workspace root; returns exitCode, stdout, stderr. It must end within ${timeoutMs} ms. ${sandbox}`;
+/** How long a script may run: the default, and what a call may ask for when the host allows more. */
+function within(timeoutMs: number, maxTimeoutMs: number): string {
+  return maxTimeoutMs > timeoutMs ? `${timeoutMs} ms unless timeoutMs asks otherwise (at most ${maxTimeoutMs} ms)` : `${timeoutMs} ms`;
 }
 
-function describe(timeoutMs: number, maxStdout: number, maxStderr: number, sandbox: string): string {
+function describeCompact(timeoutMs: number, maxTimeoutMs: number, sandbox: string): string {
+  return `Run a short JavaScript program with Node.js in the workspace root; returns exitCode, stdout, stderr. It must end within ${within(timeoutMs, maxTimeoutMs)}. ${sandbox}`;
+}
+
+function describe(timeoutMs: number, maxTimeoutMs: number, maxStdout: number, maxStderr: number, sandbox: string): string {
   return [
     "Run a short JavaScript program with the host's own Node.js and return its exit code and output.",
     "The source runs as a CommonJS file (require, module.exports; wrap top-level await in an async function) in the workspace root, which is its working directory; process.argv.slice(1) is exactly `arguments`.",
-    `It gets an empty stdin and an environment with PATH only. It must finish within ${timeoutMs} ms: then it and everything it started is killed and the call fails with NODE_PROCESS_TIMEOUT (the partial output is in the error's details).`,
+    `It gets an empty stdin and an environment with PATH only. It must finish within ${within(timeoutMs, maxTimeoutMs)}: then it and everything it started is killed and the call fails with NODE_PROCESS_TIMEOUT (the partial output is in the error's details).`,
     `Background processes it leaves are killed when it exits. Of stdout the first ${maxStdout} bytes are kept and of stderr the first ${maxStderr}; stdoutTruncated / stderrTruncated say when more was printed.`,
     "A non-zero exit code is a normal result. Limits: source 32,768 UTF-8 bytes; at most 32 arguments of 2,048 bytes each, 8,192 together.",
     sandbox,
-    "Returns { exitCode, signal, stdout, stderr, stdoutTruncated, stderrTruncated, timedOut, durationMs, sandbox }.",
+    "Returns { exitCode, signal, stdout, stderr, stdoutTruncated, stderrTruncated, timedOut, durationMs, note?, sandbox }.",
   ].join(" ");
 }
 
@@ -105,6 +118,7 @@ function envSpec(env: NodeProcessToolOptions["env"]): { names: string[]; pairs: 
 interface NativeNodeProcessOptions {
   execPath: string;
   timeoutMs: number;
+  maxTimeoutMs: number;
   maxStdoutBytes: number;
   maxStderrBytes: number;
   path?: string;
@@ -114,14 +128,22 @@ interface NativeNodeProcessOptions {
   nodePermission?: NodePermissionSupport;
 }
 
+/** The `node_process` tool. */
+export type NodeProcessTool = WorkcellTool<"node_process", NodeProcessInput, NodeProcessOutput, "process">;
+
 /** Creates the `node_process` tool for one workspace root. */
 export function createNodeProcessTool(
   root: string,
   options: NodeProcessToolOptions = {},
-): Tool<NodeProcessInput, NodeProcessOutput> {
+): NodeProcessTool {
   checkOptions("createNodeProcessTool", NODE_PROCESS_OPTIONS, options);
   const ws = openWorkspace(root);
   const timeoutMs = options.timeoutMs ?? NODE_PROCESS_DEFAULTS.timeoutMs;
+  // By default a call may shorten the timeout but not lengthen it (the core clamps).
+  const maxTimeoutMs = options.maxTimeoutMs ?? timeoutMs;
+  if (timeoutMs > maxTimeoutMs) {
+    throw new TypeError(`workcell: createNodeProcessTool: timeoutMs (${timeoutMs}) is above maxTimeoutMs (${maxTimeoutMs})`);
+  }
   const maxOutput = options.maxOutputBytes ?? NODE_PROCESS_DEFAULTS.maxOutputBytes;
   const maxStdout = options.maxStdoutBytes ?? maxOutput;
   const maxStderr = options.maxStderrBytes ?? maxOutput;
@@ -140,6 +162,7 @@ export function createNodeProcessTool(
     return {
       execPath: process.execPath,
       timeoutMs,
+      maxTimeoutMs,
       maxStdoutBytes: maxStdout,
       maxStderrBytes: maxStderr,
       path: process.env.PATH,
@@ -165,12 +188,12 @@ export function createNodeProcessTool(
     grants: (input) => input.grants,
     async run(input, context, grants) {
       const out: NodeProcessOutput = await callCore(context?.signal, (cancel) =>
-        ws.nodeProcess(input.source, input.arguments ?? [], { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
+        ws.nodeProcess(input.source, input.arguments ?? [], input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
       );
       const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox, listenPorts(options));
       if (hint) {
         out.denials = hint.denials;
-        out.note = hint.note;
+        out.note = out.note == null ? hint.note : `${out.note} ${hint.note}`;
       }
       return out;
     },
@@ -182,20 +205,23 @@ export function createNodeProcessTool(
     effect: "process",
     description:
       options.descriptions === "full"
-        ? describe(timeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
-        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
+        ? describe(timeoutMs, maxTimeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
+        : describeCompact(timeoutMs, maxTimeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
     parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
     outputSchema: TOOL_SCHEMAS.node_process.output,
     validate(raw: unknown): NodeProcessInput {
       const { rest: input, grants } = gate.splitGrants(raw);
       checkSchema(parameters, input);
-      const { source, arguments: args = [] } = input as NodeProcessInput;
+      const { source, arguments: args = [], timeoutMs: t } = input as NodeProcessInput;
       try {
         ws.checkNodeProcess(process.execPath, source, args);
       } catch (err) {
         throw fromThrown(err);
       }
-      return grants ? { source, arguments: [...args], grants } : { source, arguments: [...args] };
+      const out: NodeProcessInput = { source, arguments: [...args] };
+      if (t !== undefined) out.timeoutMs = t;
+      if (grants) out.grants = grants;
+      return out;
     },
     execute(input: NodeProcessInput, context: ToolContext): Promise<NodeProcessOutput> {
       return gate.execute("node_process", spec, input, context);

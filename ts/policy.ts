@@ -82,7 +82,7 @@ export interface CommandRefused {
 /** The argv itself is malformed or too large (checked before the policy). */
 export interface CommandInvalid {
   allowed: false;
-  code: string;
+  code: ErrorCode;
   /** `INVALID_ARGUMENTS_SHAPE`, `TOO_MANY_ARGUMENTS`, `ARGUMENT_TOO_LARGE`, `ARGUMENTS_TOO_LARGE` or `INVALID_UNICODE`. */
   message: string;
   hint: string;
@@ -150,7 +150,7 @@ export function checkCommand(argv: readonly string[], policy?: CommandPolicy): C
   const result = binding.checkCommand([...argv], native);
   if (result.allowed || !result.error) return { allowed: true };
   const { code, message, hint, details } = result.error;
-  const out = { allowed: false as const, code, message, hint: hint ?? "" };
+  const out = { allowed: false as const, code: code as ErrorCode, message, hint: hint ?? "" };
   return (details == null ? out : { ...out, details: JSON.parse(details) }) as CommandRefused | CommandInvalid;
 }
 

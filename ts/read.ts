@@ -2,7 +2,7 @@ import { callCore, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH, validatePath } from "./paths.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
-import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
+import { WORKSPACE_ROOT, type Tool, type ToolContext, type WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
@@ -22,6 +22,13 @@ export { isImageOutput, MAX_IMAGE_BYTES, type ReadImageOutput } from "./image.js
 import type { ReadImageOutput } from "./image.js";
 import type { ReadFileInput, ReadFileOutput, ReadFileText, ReadFileWindow } from "./generated/contract.js";
 export type { ReadFileInput, ReadFileOutput, ReadFileText, ReadFileWindow } from "./generated/contract.js";
+
+/** read_file's input. */
+export type ReadFileInput = ReadInput;
+/** read_file's result: a text file (whole or a window of lines) or an image. */
+export type ReadFileOutput = ReadOutput | ReadImageOutput;
+/** The `read_file` tool. */
+export type ReadFileTool = WorkcellTool<"read_file", ReadFileInput, ReadFileOutput, "read"> & { readonly [WORKSPACE_ROOT]: string };
 
 export interface ReadToolOptions extends CommonToolOptions {}
 
@@ -57,11 +64,11 @@ const compactDescription =
 export function createReadTool(
   root: string,
   options: ReadToolOptions = {},
-): Tool<ReadInput, ReadOutput | ReadImageOutput> & { readonly [WORKSPACE_ROOT]: string } {
+): ReadFileTool {
   checkOptions("createReadTool", READ_OPTIONS, options);
   const ws = openWorkspace(root);
   const gate = new Gate("createReadTool", options, ws.canonical);
-  return gateReadTool({
+  return gateReadTool<ReadInput, ReadFileOutput, ReadFileTool>({
     [WORKSPACE_ROOT]: ws.canonical,
     name: "read_file",
     effect: "read",

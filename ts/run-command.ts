@@ -7,7 +7,7 @@ import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, listenPorts, describeSandbox, describeSandboxCompact, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
@@ -182,8 +182,11 @@ function describe(
   ].join(" ");
 }
 
+/** The `run_command` tool. */
+export type RunCommandTool = WorkcellTool<"run_command", RunCommandInput, RunCommandOutput, "process">;
+
 /** Creates the `run_command` tool for one workspace root. */
-export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): Tool<RunCommandInput, RunCommandOutput> {
+export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): RunCommandTool {
   const T = "createRunCommandTool";
   checkOptions(T, RUN_COMMAND_OPTIONS, options);
   const ws = openWorkspace(root);

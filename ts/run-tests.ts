@@ -8,7 +8,7 @@ import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describeSandboxCompact, type SandboxSaid, sandboxOptions, type NativeSandboxOptions, type NetworkCounts, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
@@ -121,8 +121,11 @@ interface NativeRunTestsOptions {
   sandbox: NativeSandboxOptions;
 }
 
+/** The `run_tests` tool. */
+export type RunTestsTool = WorkcellTool<"run_tests", RunTestsInput, RunTestsOutput, "process">;
+
 /** Creates the `run_tests` tool for one workspace root. */
-export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): Tool<RunTestsInput, RunTestsOutput> {
+export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): RunTestsTool {
   const T = "createRunTestsTool";
   checkOptions(T, RUN_TESTS_OPTIONS, options);
   const ws = openWorkspace(root);

@@ -4,7 +4,7 @@ import { TOOL_SCHEMAS } from "./generated/contract.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 
 import { validateStartPath } from "./list.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import type { SearchFilesInput, SearchFilesOutput } from "./generated/contract.js";
@@ -56,13 +56,20 @@ const compactParameters = withDescriptions(parameters, {
 const compactDescription =
   "Search file contents line by line (ripgrep's engine); returns `path:line: text` matches. Ignored and binary files are skipped; note says when results were cut.";
 
+/** search_files's input. */
+export type SearchFilesInput = SearchInput;
+/** search_files's result. */
+export type SearchFilesOutput = SearchOutput;
+/** The `search_files` tool. */
+export type SearchFilesTool = WorkcellTool<"search_files", SearchFilesInput, SearchFilesOutput, "read">;
+
 /** Creates the `search_files` tool for one workspace root. */
-export function createSearchTool(root: string, options: SearchToolOptions = {}): Tool<SearchInput, SearchOutput> {
+export function createSearchTool(root: string, options: SearchToolOptions = {}): SearchFilesTool {
   checkOptions("createSearchTool", SEARCH_OPTIONS, options);
   const ws = openWorkspace(root);
   const gitignore = options.gitignore ?? true;
   const gate = new Gate("createSearchTool", options, ws.canonical);
-  return gateReadTool({
+  return gateReadTool<SearchInput, SearchOutput, SearchFilesTool>({
     name: "search_files",
     effect: "read",
     description: options.descriptions === "full" ? description : compactDescription,

@@ -12,7 +12,7 @@ import { checkOptions, declareOptions, option, type OptionSpecOf } from "./optio
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec } from "./approval.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
-import type { AnyTool, Tool, ToolContext, ToolEffect } from "./tool.js";
+import { namedTools, type AnyTool, type NamedTools, type Tool, type ToolContext, type ToolEffect, type WorkcellTool } from "./tool.js";
 import type { ListProcessesInput, ListProcessesOutput, ProcessInfo, ProcessOutput, ReadProcessInput, ReadProcessOutput, StartProcessInput, StartProcessOutput, StopProcessInput, StopProcessOutput, WriteProcessInput, WriteProcessOutput } from "./generated/contract.js";
 export type { ListProcessesInput, ListProcessesOutput, ProcessInfo, ProcessOutput, ReadProcessInput, ReadProcessOutput, StartProcessInput, StartProcessOutput, StopProcessInput, StopProcessOutput, WriteProcessInput, WriteProcessOutput } from "./generated/contract.js";
 
@@ -38,6 +38,20 @@ export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, 
 export const PROCESS_TOOLS_DEFAULTS = { timeoutMs: 1_800_000, maxTimeoutMs: 3_600_000, maxProcesses: 8 } as const;
 
 export type ProcessAlert = ProcessOutput["alerts"][number];
+
+/** The `start_process` tool. */
+export type StartProcessTool = WorkcellTool<"start_process", StartProcessInput, StartProcessOutput, "process">;
+/** The `read_process` tool. */
+export type ReadProcessTool = WorkcellTool<"read_process", ReadProcessInput, ReadProcessOutput, "read">;
+/** The `write_process` tool. */
+export type WriteProcessTool = WorkcellTool<"write_process", WriteProcessInput, WriteProcessOutput, "process">;
+/** The `stop_process` tool. */
+export type StopProcessTool = WorkcellTool<"stop_process", StopProcessInput, StopProcessOutput, "process">;
+/** The `list_processes` tool. */
+export type ListProcessesTool = WorkcellTool<"list_processes", ListProcessesInput, ListProcessesOutput, "read">;
+/** The process-session tools, by name (`tools.start_process`) and as an array. */
+export type ProcessTools = NamedTools<StartProcessTool | ReadProcessTool | WriteProcessTool | StopProcessTool | ListProcessesTool>;
+
 
 const MAX_MS = 2 ** 32 - 1;
 const id = "The id start_process returned, such as p1.";
@@ -98,7 +112,7 @@ function integer(name: string, value: unknown, min: number, max: number): number
 type CoreProcessOutput = Omit<ProcessOutput, "sandbox" | "denials"> & { sandbox: unknown };
 
 /** Creates the five process-session tools for one workspace root, sharing one process table. */
-export function createProcessTools(root: string, options: ProcessToolsOptions = {}): AnyTool[] {
+export function createProcessTools(root: string, options: ProcessToolsOptions = {}): ProcessTools {
   const T = "createProcessTools";
   checkOptions(T, PROCESS_TOOLS_OPTIONS, options);
   const ws = openWorkspace(root);
@@ -234,7 +248,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     "read",
   );
-  const start: Tool<StartProcessInput, ProcessOutput> = {
+  const start: StartProcessTool = {
     name: "start_process",
     effect: "process",
     description: full(
@@ -262,7 +276,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   };
   // Reading a process's output or the list changes nothing: effect "read" (MCP clients that
   // approve read-only tools on their own do not ask for them); stopping one is a process call.
-  const read: Tool<ReadProcessInput, ProcessOutput> = {
+  const read: ReadProcessTool = {
     name: "read_process",
     effect: "read",
     description: full(
@@ -277,7 +291,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
-  const write: Tool<WriteProcessInput, { id: string; bytes: number }> = {
+  const write: WriteProcessTool = {
     name: "write_process",
     effect: "process",
     description: full(
@@ -292,7 +306,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
-  const stop: Tool<StopProcessInput, ProcessOutput> = {
+  const stop: StopProcessTool = {
     name: "stop_process",
     effect: "process",
     description: full(
@@ -307,7 +321,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     close,
   };
-  const list: Tool<Record<string, never>, { processes: ProcessInfo[] }> = {
+  const list: ListProcessesTool = {
     name: "list_processes",
     effect: "read",
     description: full(
@@ -327,7 +341,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
   attachHooks(read, gate.hooks("read_process", readSpec));
   attachHooks(stop, gate.hooks("stop_process", stopSpec));
   attachHooks(list, gate.hooks("list_processes", listSpec));
-  const tools = [start, read, write, stop, list];
+  const tools = namedTools([start, read, write, stop, list]);
   portGroups.set(tools, table.portGroup);
   return tools;
 }
@@ -335,7 +349,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
 const portGroups = new WeakMap<object, number>();
 
 /** Internal: the port group of a `createProcessTools` array (for the tool set's other tools). */
-export function portGroupOf(tools: AnyTool[]): number | undefined {
+export function portGroupOf(tools: readonly object[]): number | undefined {
   return portGroups.get(tools);
 }
 

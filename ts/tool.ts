@@ -18,10 +18,13 @@ export function effectOf(tool: { readonly effect?: ToolEffect }): ToolEffect {
   return tool.effect === "read" || tool.effect === "write" ? tool.effect : "process";
 }
 
-/** A tool an agent can call. */
-export interface Tool<I = unknown, O = unknown> {
+/**
+ * A tool an agent can call: `Name` is its name as a literal type (`"read_file"`), `Input` what
+ * `validate` returns and `execute` takes, `Output` what `execute` resolves with.
+ */
+export interface Tool<Name extends string = string, Input = unknown, Output = unknown> {
   /** The name the model calls it by, such as `read_file`. */
-  readonly name: string;
+  readonly name: Name;
   /** What a call can change (every workcell tool has one; a host's own tool may omit it). */
   readonly effect?: ToolEffect;
   /** For the model: what it does, its limits, the path rules. */
@@ -41,15 +44,18 @@ export interface Tool<I = unknown, O = unknown> {
    */
   readonly taskSupport?: "optional";
   /** Checks an untrusted input and returns it typed; throws `TOOL_ARGUMENTS_INVALID`; no effects. */
-  validate(input: unknown): I;
+  validate(input: unknown): Input;
   /** Runs the tool. Rejects with a `ToolError` for recoverable failures, an AbortError on cancellation. */
-  execute(input: I, context: ToolContext): Promise<O>;
+  execute(input: Input, context: ToolContext): Promise<Output>;
   /**
    * Ends what the tool keeps running (the process sessions of `start_process`): after it
    * resolves, nothing the tool started is left. Optional; safe to call more than once.
    */
   close?(): Promise<void>;
 }
+
+/** A workcell tool: a `Tool` whose `effect` is known. */
+export type WorkcellTool<Name extends string, Input, Output, Effect extends ToolEffect> = Tool<Name, Input, Output> & { readonly effect: Effect };
 
 /** Closes every tool that has a `close()` (each shared resource once); never rejects. */
 export async function closeTools(tools: Iterable<{ close?(): Promise<void> }>): Promise<void> {
@@ -63,9 +69,51 @@ export async function closeTools(tools: Iterable<{ close?(): Promise<void> }>): 
   await Promise.all(pending);
 }
 
-/** Any tool, whatever its input and output types. */
+/** Any tool, whatever its name, input and output types. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyTool = Tool<any, any>;
+export type AnyTool = Tool<string, any, any>;
+
+/** What `validate` of the tool type `T` returns and `execute` takes (`unknown` for `AnyTool`). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ToolInput<T> = T extends Tool<string, infer I, any> ? Known<I> : never;
+/** What `execute` of the tool type `T` resolves with (`unknown` for `AnyTool`). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ToolOutput<T> = T extends Tool<string, any, infer O> ? Known<O> : never;
+/** `unknown` for `any`, else `T`. */
+type Known<T> = 0 extends 1 & T ? unknown : T;
+
+/** The member of `T` named `N`. */
+export type ToolNamed<T extends { readonly name: string }, N extends string> = Extract<T, { readonly name: N }>;
+
+/**
+ * Tools reachable by name with their types (`tools.read_file`, a misspelt name is a type
+ * error) that are still an array of tools: they iterate as tools, and `new ToolRegistry(tools)`,
+ * `closeTools(tools)` and every adapter take them. The names are the tools the factory made
+ * (they are not updated when the array is changed). A set whose names are plain `string`s
+ * (tools typed `AnyTool`) is a plain array.
+ */
+export type NamedTools<T extends { readonly name: string }> = T[] & ByName<T>;
+
+/** `{ [name]: tool }` for literal names (the array's own members, `length`, `map`..., excepted). */
+type ByName<T extends { readonly name: string }> = string extends T["name"]
+  ? unknown
+  : { readonly [K in Exclude<T["name"], keyof unknown[]>]: ToolNamed<T, K> };
+
+const INDEX = /^(?:0|[1-9]\d*)$/;
+
+/**
+ * `items`, with each item also reachable under its name (a non-enumerable property of the
+ * array). A name the array already answers (an index, `length`, `map`...) or a repeated one
+ * is left as it is.
+ */
+export function namedTools<T extends { readonly name: string }>(items: T[]): NamedTools<T> {
+  for (const item of items) {
+    const name = item.name;
+    if (typeof name !== "string" || INDEX.test(name) || name in items) continue;
+    Object.defineProperty(items, name, { value: item, enumerable: false, configurable: true, writable: false });
+  }
+  return items as NamedTools<T>;
+}
 
 /**
  * The canonical path of a tool's workspace root, on the tools whose paths are workspace

@@ -2,7 +2,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { COMPACT_PATH } from "./paths.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
-import type { Tool, ToolContext } from "./tool.js";
+import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, EXPECTED_HASH, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
@@ -61,8 +61,15 @@ function describe(limit: number): string {
   ].join(" ");
 }
 
+/** write_file's input. */
+export type WriteFileInput = WriteInput;
+/** write_file's result. */
+export type WriteFileOutput = WriteOutput;
+/** The `write_file` tool. */
+export type WriteFileTool = WorkcellTool<"write_file", WriteFileInput, WriteFileOutput, "write">;
+
 /** Creates the `write_file` tool for one workspace root. */
-export function createWriteTool(root: string, options: WriteToolOptions = {}): Tool<WriteInput, WriteOutput> {
+export function createWriteTool(root: string, options: WriteToolOptions = {}): WriteFileTool {
   checkOptions("createWriteTool", WRITE_OPTIONS, options);
   const limit = options.maxContentBytes ?? DEFAULT_MAX_WRITE_BYTES;
   const guard = makeWriteGuard(options);

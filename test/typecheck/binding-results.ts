@@ -54,11 +54,11 @@ fits<SameFields<Call<"makeDirectory">, MakeDirectoryOutput>>();
 fits<Equal<Ok<typeof hashFile>, string>>();
 
 // The process tools: the binding's `ok` value is the tool's output but for what TS adds from
-// the core's sandboxDenials (`denials`, and for node_process `note`).
+// the core's sandboxDenials (`denials`).
 fits<SameFields<Call<"runCommand">, Omit<RunCommandOutput, "denials">>>();
 fits<SameFields<Call<"runTests">, Omit<RunTestsOutput, "denials">>>();
 fits<SameFields<Call<"runTests">["failures"][number], RunTestsOutput["failures"][number]>>();
-fits<SameFields<Call<"nodeProcess">, Omit<NodeProcessOutput, "denials" | "note">>>();
+fits<SameFields<Call<"nodeProcess">, Omit<NodeProcessOutput, "denials">>>();
 fits<SameFields<Call<"runCommand">["sandbox"], RunCommandOutput["sandbox"]>>();
 fits<SameFields<Call<"runCommand">["sandbox"]["limits"]["memoryBytes"], RunCommandOutput["sandbox"]["limits"]["memoryBytes"]>>();
 fits<SameFields<NonNullable<Call<"nodeProcess">["network"]>, NonNullable<NodeProcessOutput["network"]>>>();

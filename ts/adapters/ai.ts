@@ -10,14 +10,17 @@ import { textEditor as anthropicTextEditor, bash as anthropicBash, type Anthropi
 import { applyPatch as openaiApplyPatch, shell as openaiShell } from "./openai.js";
 import { hasTools } from "./provider-tools.js";
 import { gateHooksOf, type ApprovalRequest } from "../approval.js";
-import { ToolError, abortError, isAbortError } from "../errors.js";
-import { effectOf, type ToolEffect } from "../tool.js";
+import { ToolError, abortError, isAbortError, type ToolErrorJSON } from "../errors.js";
+import { effectOf, type AnyTool, type ToolEffect, type ToolInput, type ToolNamed, type ToolOutput } from "../tool.js";
 
 export { ToolCallError };
 export type { ToolsInput };
 
+/** How a recoverable failure reaches the SDK (see {@link AISDKToolsOptions.errors}). */
+export type AISDKErrors = "throw" | "result";
+
 /** Options of `toAISDKTools`. */
-export interface AISDKToolsOptions {
+export interface AISDKToolsOptions<Errors extends AISDKErrors = AISDKErrors> {
   /**
    * How a recoverable failure (a `ToolError`: refused path, missing file, timeout...) reaches
    * the SDK.
@@ -30,7 +33,7 @@ export interface AISDKToolsOptions {
    *   result.
    * Cancellation is never converted: an aborted call rejects with an AbortError either way.
    */
-  errors?: "throw" | "result";
+  errors?: Errors;
   /**
    * Ask through the AI SDK's own approval flow (`needsApproval`, a `tool-approval-request`
    * part, your app's `tool-approval-response`) for the calls of these effects, for example
@@ -78,11 +81,33 @@ function approvalKey(tool: string, toolCallId: string, input: unknown): string {
 }
 
 /**
+ * The AI SDK tool made of the workcell tool `T`: its input type, and its output type (with the
+ * `{ error }` object when recoverable failures are results, `errors: "result"`).
+ */
+export type AISDKTool<T extends AnyTool, Errors extends AISDKErrors = "throw"> = AITool<
+  ToolInput<T>,
+  "result" extends Errors ? ToolOutput<T> | { error: ToolErrorJSON } : ToolOutput<T>
+>;
+
+/**
+ * What `toAISDKTools` returns: a record keyed by tool name whose entries keep each tool's input
+ * and output types (`tools.read_file`; a misspelt name is a type error). For tools typed
+ * `AnyTool` (names that are plain strings), a record of every name.
+ */
+export type AISDKTools<T extends AnyTool, Errors extends AISDKErrors = "throw"> = string extends T["name"]
+  ? Record<string, AISDKTool<T, Errors>>
+  : { [K in T["name"]]: AISDKTool<ToolNamed<T, K>, Errors> };
+
+/**
  * Converts tools (or a registry) into the record `generateText({ tools })` takes, keyed by tool
  * name. Each tool keeps its description and JSON Schema; `execute` validates the input with
  * the tool's own checks, runs it with the SDK's `abortSignal`, and returns the tool's output
  * object.
  */
+export function toAISDKTools<T extends AnyTool, Errors extends AISDKErrors = "throw">(
+  tools: ToolsInput<T>,
+  options?: AISDKToolsOptions<Errors>,
+): AISDKTools<T, Errors>;
 export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {}): Record<string, AITool<unknown, unknown>> {
   checkOptions("toAISDKTools", AI_SDK_TOOLS_OPTIONS, options);
   const registry = toRegistry(tools);
@@ -253,6 +278,25 @@ export interface AISDKProviderTools {
   bash?: AITool;
 }
 
+/** `true` when the tools `T` hold every one of `Names`, `false` when not, `boolean` when their names are plain strings. */
+type Holds<T extends AnyTool, Names extends string> = string extends T["name"] ? boolean : [Names] extends [T["name"]] ? true : false;
+/** The entry `K` of {@link AISDKProviderTools}: present, absent or optional, as `Has` says. */
+type ProviderEntry<Has extends boolean, K extends keyof AISDKProviderTools> = boolean extends Has
+  ? Pick<AISDKProviderTools, K>
+  : Has extends true
+    ? Required<Pick<AISDKProviderTools, K>>
+    : unknown;
+
+/**
+ * What `toAISDKProviderTools(tools)` returns for tools of the type `T`: an entry is present
+ * when `T` holds the workcell tools it runs on (for tools typed `AnyTool`, every entry is
+ * optional).
+ */
+export type AISDKProviderToolsOf<T extends AnyTool> = ProviderEntry<Holds<T, "read_file" | "write_file" | "edit_file" | "list_files">, "str_replace_based_edit_tool"> &
+  ProviderEntry<Holds<T, "apply_patch">, "apply_patch"> &
+  ProviderEntry<Holds<T, "run_command">, "shell"> &
+  ProviderEntry<Holds<T, "start_process" | "read_process" | "write_process" | "stop_process">, "bash">;
+
 const requireHere = createRequire(import.meta.url);
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -280,6 +324,7 @@ function provider(name: "@ai-sdk/anthropic" | "@ai-sdk/openai"): any {
  * (Responses) models the last two. Needs `@ai-sdk/anthropic` / `@ai-sdk/openai` (optional peer
  * dependencies) for the entries built; a missing package is an error naming it.
  */
+export function toAISDKProviderTools<T extends AnyTool>(tools: ToolsInput<T>, options?: AISDKProviderToolsOptions): AISDKProviderToolsOf<T>;
 export function toAISDKProviderTools(tools: ToolsInput, options: AISDKProviderToolsOptions = {}): AISDKProviderTools {
   const registry = toRegistry(tools);
   const out: AISDKProviderTools = {};

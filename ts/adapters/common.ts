@@ -1,15 +1,15 @@
 // What every framework adapter shares: one registry, one call path (executeToolCall, so every
 // adapter validates, serializes and reports errors exactly as the registry does), and the error
 // an adapter throws when its framework wants recoverable failures thrown.
-import { ToolError } from "../errors.js";
-import { ToolRegistry, executeToolCall, type ToolResult } from "../registry.js";
+import { ToolError, type ErrorCode, type ToolErrorJSON } from "../errors.js";
+import { ToolRegistry, executeToolCall, type ToolResult, type ToolResultContent } from "../registry.js";
 import type { AnyTool } from "../tool.js";
 
-/** The tools an adapter takes: an array of tools or a registry. */
-export type ToolsInput = readonly AnyTool[] | ToolRegistry;
+/** The tools an adapter takes: an array of tools (a tool set) or a registry. */
+export type ToolsInput<T extends AnyTool = AnyTool> = readonly T[] | ToolRegistry<T>;
 
 /** A registry over `tools` (the same object when it already is one). Duplicate names throw. */
-export function toRegistry(tools: ToolsInput): ToolRegistry {
+export function toRegistry<T extends AnyTool>(tools: ToolsInput<T>): ToolRegistry<T> {
   return tools instanceof ToolRegistry ? tools : new ToolRegistry(tools);
 }
 
@@ -37,7 +37,7 @@ export function toolTitle(name: string): string {
 }
 
 interface ErrorBody {
-  error: { code: string; message: string; hint?: string; details?: unknown };
+  error: ToolErrorJSON;
 }
 
 /**
@@ -49,7 +49,7 @@ interface ErrorBody {
  */
 export class ToolCallError extends Error {
   override name = "ToolCallError";
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly hint?: string;
   readonly details?: unknown;
   /** The failure as a ToolError, with its plain message. */
@@ -59,7 +59,7 @@ export class ToolCallError extends Error {
   /** The name of the tool that was called. */
   readonly toolName: string;
 
-  constructor(result: ToolResult) {
+  constructor(result: ToolResultContent) {
     super(result.content);
     const body = JSON.parse(result.content) as ErrorBody;
     const { code, message, hint, details } = body.error;

@@ -3,6 +3,7 @@
 // we fill, so the result fits `@mariozechner/pi-agent-core` (0.7x, Node 20) and
 // `@earendil-works/pi-agent-core` (1.x, Node 22) alike.
 import type { JsonSchema } from "../schema.js";
+import { namedTools, type AnyTool, type NamedTools, type ToolOutput } from "../tool.js";
 import { ToolCallError, runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 
 export { ToolCallError };
@@ -22,9 +23,9 @@ export interface PiAgentToolResult<T = unknown> {
   details: T;
 }
 
-/** The shape of Pi's `AgentTool` that `toPiTools` produces. */
-export interface PiAgentTool<T = unknown> {
-  name: string;
+/** The shape of Pi's `AgentTool` that `toPiTools` produces (`T`: its `details`, the tool's output). */
+export interface PiAgentTool<T = unknown, Name extends string = string> {
+  name: Name;
   /** Human-readable label for UI display (`read_file` -> `Read file`). */
   label: string;
   description: string;
@@ -36,6 +37,9 @@ export interface PiAgentTool<T = unknown> {
   execute(toolCallId: string, params: unknown, signal?: AbortSignal): Promise<PiAgentToolResult<T>>;
 }
 
+/** The Pi tool made of each workcell tool of `T`, with its name and its output as `details`. */
+export type PiToolOf<T extends AnyTool> = T extends AnyTool ? PiAgentTool<ToolOutput<T>, T["name"]> : never;
+
 /**
  * Converts tools (or a registry) into Pi `AgentTool`s: `agent.state.tools = toPiTools(tools)`.
  * `execute` runs the tool's own validation and the tool with Pi's AbortSignal, and resolves with
@@ -45,9 +49,10 @@ export interface PiAgentTool<T = unknown> {
  * `ToolCallError` whose message is the `{"error":{code,message,hint}}` JSON, which Pi sends
  * to the model as an error result; a cancelled call rejects with an AbortError.
  */
+export function toPiTools<T extends AnyTool>(tools: ToolsInput<T>): NamedTools<PiToolOf<T>>;
 export function toPiTools(tools: ToolsInput): PiAgentTool[] {
   const registry = toRegistry(tools);
-  return registry.list().map((t) => ({
+  return namedTools(registry.list().map((t) => ({
     name: t.name,
     label: toolTitle(t.name),
     description: t.description,
@@ -57,5 +62,5 @@ export function toPiTools(tools: ToolsInput): PiAgentTool[] {
       if (result.isError) throw new ToolCallError(result);
       return { content: [{ type: "text", text: result.content }], details: JSON.parse(result.content) as unknown };
     },
-  }));
+  })));
 }

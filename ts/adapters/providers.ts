@@ -1,8 +1,9 @@
 // The model providers' own function-tool JSON, for agents that call a provider's API directly,
 // and the small conversions between a provider's tool-call object and workcell's ToolCall /
 // ToolResult. No dependency: these are plain objects in the documented shapes.
-import type { ToolCall, ToolResult } from "../registry.js";
+import type { ToolCall, ToolResultContent } from "../registry.js";
 import type { JsonSchema } from "../schema.js";
+import type { AnyTool } from "../tool.js";
 import { toRegistry, type ToolsInput } from "./common.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
 
@@ -23,16 +24,16 @@ export const OPENAI_TOOLS_OPTIONS = {
   strict: option.boolean("OpenAI's strict mode"),
 } as const satisfies OptionSpecOf<OpenAIToolsOptions>;
 
-/** A function tool of OpenAI's Chat Completions API. */
-export interface OpenAIChatTool {
+/** A function tool of OpenAI's Chat Completions API (`Name`: the tool's name). */
+export interface OpenAIChatTool<Name extends string = string> {
   type: "function";
-  function: { name: string; description: string; parameters: JsonSchema; strict?: boolean };
+  function: { name: Name; description: string; parameters: JsonSchema; strict?: boolean };
 }
 
-/** A function tool of OpenAI's Responses API. */
-export interface OpenAIResponsesTool {
+/** A function tool of OpenAI's Responses API (`Name`: the tool's name). */
+export interface OpenAIResponsesTool<Name extends string = string> {
   type: "function";
-  name: string;
+  name: Name;
   description: string;
   parameters: JsonSchema;
   /** Responses defaults to strict, so this is always sent. */
@@ -42,15 +43,15 @@ export interface OpenAIResponsesTool {
 /** A tool's parameters: a JSON Schema of type object (every workcell tool's parameters are). */
 export type ObjectJsonSchema = JsonSchema & { type: "object"; required?: string[] };
 
-/** A client tool of Anthropic's Messages API. */
-export interface AnthropicTool {
-  name: string;
+/** A client tool of Anthropic's Messages API (`Name`: the tool's name). */
+export interface AnthropicTool<Name extends string = string> {
+  name: Name;
   description: string;
   input_schema: ObjectJsonSchema;
 }
 
 /** `tools` for `chat.completions.create`. */
-export function toOpenAITools(tools: ToolsInput, options: OpenAIToolsOptions = {}): OpenAIChatTool[] {
+export function toOpenAITools<T extends AnyTool>(tools: ToolsInput<T>, options: OpenAIToolsOptions = {}): OpenAIChatTool<T["name"]>[] {
   checkOptions("toOpenAITools", OPENAI_TOOLS_OPTIONS, options);
   return toRegistry(tools)
     .definitions()
@@ -63,7 +64,7 @@ export function toOpenAITools(tools: ToolsInput, options: OpenAIToolsOptions = {
 }
 
 /** `tools` for `responses.create` (the Responses API, which is strict unless told otherwise). */
-export function toOpenAIResponsesTools(tools: ToolsInput, options: OpenAIToolsOptions = {}): OpenAIResponsesTool[] {
+export function toOpenAIResponsesTools<T extends AnyTool>(tools: ToolsInput<T>, options: OpenAIToolsOptions = {}): OpenAIResponsesTool<T["name"]>[] {
   checkOptions("toOpenAIResponsesTools", OPENAI_TOOLS_OPTIONS, options);
   return toRegistry(tools)
     .definitions()
@@ -77,7 +78,7 @@ export function toOpenAIResponsesTools(tools: ToolsInput, options: OpenAIToolsOp
 }
 
 /** `tools` for Anthropic's `messages.create`. */
-export function toAnthropicTools(tools: ToolsInput): AnthropicTool[] {
+export function toAnthropicTools<T extends AnyTool>(tools: ToolsInput<T>): AnthropicTool<T["name"]>[] {
   return toRegistry(tools)
     .definitions()
     .map((d) => ({ name: d.name, description: d.description, input_schema: d.parameters as ObjectJsonSchema }));
@@ -136,17 +137,17 @@ export function fromAnthropicToolUse(block: AnthropicToolUse): ToolCall {
 }
 
 /** ToolResult -> the Chat Completions `tool` message that answers the call. */
-export function toOpenAIToolMessage(result: ToolResult): { role: "tool"; tool_call_id: string; content: string } {
+export function toOpenAIToolMessage(result: ToolResultContent): { role: "tool"; tool_call_id: string; content: string } {
   return { role: "tool", tool_call_id: result.id, content: result.content };
 }
 
 /** ToolResult -> the Responses API `function_call_output` input item. */
-export function toOpenAIResponsesOutput(result: ToolResult): { type: "function_call_output"; call_id: string; output: string } {
+export function toOpenAIResponsesOutput(result: ToolResultContent): { type: "function_call_output"; call_id: string; output: string } {
   return { type: "function_call_output", call_id: result.id, output: result.content };
 }
 
 /** ToolResult -> the Anthropic `tool_result` block (in the next user message), `is_error` set on failures. */
-export function toAnthropicToolResult(result: ToolResult): {
+export function toAnthropicToolResult(result: ToolResultContent): {
   type: "tool_result";
   tool_use_id: string;
   content: string;

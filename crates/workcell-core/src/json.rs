@@ -34,6 +34,14 @@ pub fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     Ok(Duration::from_millis(ms))
 }
 
+/// An optional duration in whole milliseconds (`null` or absent: `None`).
+pub fn millis_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => millis(v).map(Some).map_err(D::Error::custom),
+    }
+}
+
 /// A byte count.
 pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
     whole(d).and_then(|n| usize::try_from(n).map_err(D::Error::custom))

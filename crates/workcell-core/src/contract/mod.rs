@@ -29,18 +29,10 @@ pub struct WithDenials<T> {
     pub denials: Option<Vec<Denial>>,
 }
 
-/// node_process's result: the run, and the denials with their `note`.
+/// node_process's result: the run (with its `note`), and the denials.
 #[derive(JsonSchema)]
 #[schemars(rename = "NodeProcessOutput")]
-pub struct NodeProcessOutput {
-    #[serde(flatten)]
-    pub result: crate::node::NodeOutput,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub denials: Option<Vec<Denial>>,
-    /// The next step when the sandbox refused something.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
+pub struct NodeProcessOutput(pub WithDenials<crate::node::NodeOutput>);
 
 #[derive(JsonSchema)]
 #[schemars(rename = "RunCommandOutput")]

@@ -132,9 +132,13 @@ pub struct Grants {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeProcessInput {
     pub source: String,
     pub arguments: Option<Vec<String>>,
+    /// Clamped to the tool's maximum.
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
     pub grants: Option<Grants>,
 }
 

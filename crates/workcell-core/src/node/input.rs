@@ -87,7 +87,7 @@ mod tests {
     use super::*;
 
     fn req(source: &str, arguments: &[&str]) -> NodeRequest {
-        NodeRequest { source: source.into(), arguments: arguments.iter().map(|s| s.to_string()).collect() }
+        NodeRequest { source: source.into(), arguments: arguments.iter().map(|s| s.to_string()).collect(), timeout_ms: None }
     }
 
     fn reason(r: Result<()>) -> Option<String> {

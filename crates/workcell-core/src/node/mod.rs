@@ -32,6 +32,7 @@ use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{OpenOptions, OpenOptionsExt as _};
 
 use crate::cancel::Cancel;
+use crate::command::effective_timeout;
 use crate::error::{Code, Error, Result};
 use crate::host_config::{self, debug_options, misconfigured, EnvNames};
 use crate::json;
@@ -51,16 +52,18 @@ pub const SCRIPT_PREFIX: &str = ".workcell-node-";
 pub(crate) const RANDOM_HEX: usize = 16;
 
 /// What the model sends.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NodeRequest {
     pub source: String,
     pub arguments: Vec<String>,
+    /// Milliseconds; `None`: the host's default. Clamped to the host's maximum, as run_command's.
+    pub timeout_ms: Option<f64>,
 }
 
 pub use crate::process::Prepare;
 
 /// What the host configures. Its JSON form (what the binding passes): `execPath`, `timeoutMs`,
-/// `maxStdoutBytes`, `maxStderrBytes`, `path`, `env: [{ name, value }]`, `reaper`, `sandbox`
+/// `maxTimeoutMs`, `maxStdoutBytes`, `maxStderrBytes`, `path`, `env: [{ name, value }]`, `reaper`, `sandbox`
 /// (its own object), `nodePermission`.
 #[derive(Clone, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -69,6 +72,10 @@ pub struct NodeOptions {
     pub exec_path: PathBuf,
     #[serde(rename = "timeoutMs", default = "default_timeout", deserialize_with = "json::millis")]
     pub timeout: Duration,
+    /// Largest timeout a request may ask for; longer requests are clamped to it. `None`:
+    /// `timeout`, so by default a request can lower the timeout but not raise it.
+    #[serde(rename = "maxTimeoutMs", default, deserialize_with = "json::millis_opt")]
+    pub max_timeout: Option<Duration>,
     #[serde(default = "default_max_output", deserialize_with = "json::bytes")]
     pub max_stdout_bytes: usize,
     #[serde(default = "default_max_output", deserialize_with = "json::bytes")]
@@ -102,7 +109,7 @@ fn default_max_output() -> usize {
 }
 
 debug_options!(NodeOptions {
-    exec_path, timeout, max_stdout_bytes, max_stderr_bytes, env => EnvNames, reaper, sandbox, node_permission,
+    exec_path, timeout, max_timeout, max_stdout_bytes, max_stderr_bytes, env => EnvNames, reaper, sandbox, node_permission,
 });
 
 impl NodeOptions {
@@ -111,6 +118,7 @@ impl NodeOptions {
         NodeOptions {
             exec_path: exec_path.into(),
             timeout: DEFAULT_TIMEOUT,
+            max_timeout: None,
             max_stdout_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_stderr_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             path: None,
@@ -122,15 +130,18 @@ impl NodeOptions {
         }
     }
 
+    /// The largest timeout a request may ask for: `max_timeout`, or `timeout` when unset.
+    pub fn max_timeout(&self) -> Duration {
+        self.max_timeout.unwrap_or(self.timeout)
+    }
+
     /// Checks the host's configuration (not the model's input): a message for the host when
     /// something is unusable.
     pub fn validate(&self) -> std::result::Result<(), String> {
         if !self.exec_path.is_absolute() {
             return Err(format!("execPath must be an absolute path, got {}", self.exec_path.display()));
         }
-        if self.timeout.is_zero() {
-            return Err("timeoutMs must be a positive number of milliseconds".into());
-        }
+        host_config::check_timeouts(self.timeout, self.max_timeout())?;
         host_config::check_output_caps(&[("stdout cap", self.max_stdout_bytes), ("stderr cap", self.max_stderr_bytes)], MAX_OUTPUT_CAP)?;
         // PATH may be overridden here: no reserved names.
         host_config::check_env(&self.env, &[])?;
@@ -165,6 +176,9 @@ pub struct NodeOutput {
     /// With `network: { allow }`: the connections through the proxy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<crate::proxy::Counts>,
+    /// Set when the requested timeout was above the host's maximum and was clamped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl NodeOutput {
@@ -239,6 +253,8 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     cancel.check()?;
     opts.validate().map_err(misconfigured)?;
     check_request(req, &opts.exec_path, ws.canonical())?;
+    // The same clamp as run_command's: the host's maximum, said in a note.
+    let (timeout, note) = effective_timeout(req.timeout_ms, opts.timeout, opts.max_timeout())?;
     ws.check()?;
     // Refuses ("required" mode) before any effect.
     let confinement = sandbox::prepare(&opts.sandbox, ws, &sandbox::program_grants(&opts.exec_path))?;
@@ -257,7 +273,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     let net = confinement.network();
     let mut report = confinement.apply(&mut spec);
     report.node_permission = node_permission;
-    let run = RunOptions { timeout: Some(opts.timeout), reaper: opts.reaper, ..RunOptions::default() };
+    let run = RunOptions { timeout: Some(timeout), reaper: opts.reaper, ..RunOptions::default() };
     let finished = process::run(spec, &run, cancel, Head::new(opts.max_stdout_bytes), Some(Head::new(opts.max_stderr_bytes)))
         .await
         .map_err(|e| spawn_error(&e, &opts.exec_path))?;
@@ -277,6 +293,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
         duration_ms: finished.duration.as_millis() as u64,
         sandbox: report,
         network: net.map(|n| n.counts()),
+        note,
     };
     match finished.end {
         End::Exited => Ok(output),
@@ -286,7 +303,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
             if output.signal.is_none() && output.exit_code.is_none() {
                 output.signal = Some("SIGKILL".into());
             }
-            let ms = opts.timeout.as_millis();
+            let ms = timeout.as_millis();
             let mut details = output.to_json();
             details["timeoutMs"] = serde_json::json!(ms);
             Err(Error::new(Code::NodeProcessTimeout, format!("the script did not finish within {ms} ms and was stopped"))

@@ -12,7 +12,7 @@ use crate::common;
 use common::node;
 
 fn req(source: &str, arguments: &[&str]) -> NodeRequest {
-    NodeRequest { source: source.into(), arguments: arguments.iter().map(|s| s.to_string()).collect() }
+    NodeRequest { source: source.into(), arguments: arguments.iter().map(|s| s.to_string()).collect(), timeout_ms: None }
 }
 
 fn leftovers(root: &Path) -> Vec<String> {
@@ -83,6 +83,63 @@ async fn timeout_is_an_error_with_the_partial_output() {
     assert_eq!(d["signal"], "SIGKILL");
     assert_eq!(d["timeoutMs"], 800);
     assert!(leftovers(ws.canonical()).is_empty());
+}
+
+fn with_timeout(source: &str, timeout_ms: f64) -> NodeRequest {
+    NodeRequest { timeout_ms: Some(timeout_ms), ..req(source, &[]) }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_call_timeout_below_the_hosts_applies() {
+    let (_dir, ws) = workspace();
+    let mut opts = NodeOptions::new(node());
+    opts.timeout = Duration::from_secs(30);
+    let started = Instant::now();
+    let err = node_process(&ws, &with_timeout("for(;;){}", 700.0), &opts, &Cancel::new()).await.unwrap_err();
+    assert_eq!(err.code, Code::NodeProcessTimeout);
+    assert_eq!(err.details.unwrap()["timeoutMs"], 700);
+    assert!(started.elapsed() < Duration::from_secs(10), "the call's 700 ms, not the host's 30 s");
+    assert!(leftovers(ws.canonical()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_call_timeout_above_the_hosts_maximum_is_clamped_and_said() {
+    let (_dir, ws) = workspace();
+    let mut opts = NodeOptions::new(node());
+    // No maxTimeoutMs: the maximum is the host's timeout, so a call cannot raise it.
+    opts.timeout = Duration::from_millis(800);
+    let err = node_process(&ws, &with_timeout("for(;;){}", 5_000.0), &opts, &Cancel::new()).await.unwrap_err();
+    assert_eq!(err.code, Code::NodeProcessTimeout);
+    assert_eq!(err.details.unwrap()["timeoutMs"], 800);
+    // A call that ends in time says that its timeout was clamped.
+    opts.timeout = Duration::from_secs(20);
+    let out = node_process(&ws, &with_timeout("", 60_000.0), &opts, &Cancel::new()).await.unwrap();
+    assert_eq!(out.note.as_deref(), Some("timeoutMs 60000 is above this tool's maximum of 20000 ms and was clamped to 20000 ms"));
+    let plain = node_process(&ws, &with_timeout("", 20_000.0), &opts, &Cancel::new()).await.unwrap();
+    assert_eq!(plain.note, None);
+    assert!(serde_json::to_value(&plain).unwrap().get("note").is_none());
+    // A host's maxTimeoutMs lets a call ask for more than the default.
+    opts.timeout = Duration::from_millis(1);
+    opts.max_timeout = Some(Duration::from_secs(60));
+    let raised = node_process(&ws, &with_timeout("console.log('done')", 30_000.0), &opts, &Cancel::new()).await.unwrap();
+    assert_eq!(raised.stdout, "done\n");
+    assert_eq!(raised.note, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_per_call_timeout_or_host_maximum_is_refused_before_any_effect() {
+    let (_dir, ws) = workspace();
+    let mut opts = NodeOptions::new(node());
+    for bad in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY] {
+        let err = node_process(&ws, &with_timeout("require('fs').writeFileSync('ran', '')", bad), &opts, &Cancel::new()).await.unwrap_err();
+        assert_eq!(err.reason(), Some("INVALID_ARGUMENTS_SHAPE"), "{bad}");
+    }
+    opts.timeout = Duration::from_secs(2);
+    opts.max_timeout = Some(Duration::from_secs(1));
+    assert_eq!(opts.validate().unwrap_err(), "timeoutMs (2000 ms) is above maxTimeoutMs (1000 ms)");
+    let err = node_process(&ws, &req("require('fs').writeFileSync('ran', '')", &[]), &opts, &Cancel::new()).await.unwrap_err();
+    assert_eq!(err.code, Code::IoError);
+    assert_eq!(std::fs::read_dir(ws.canonical()).unwrap().count(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
