@@ -18,6 +18,7 @@ mod path;
 mod policy;
 mod process;
 mod process_tool;
+mod progress;
 mod read;
 mod search;
 mod session;

@@ -230,6 +230,8 @@ impl Walker<'_> {
     /// for a deep one.
     fn walk(&mut self, dir: &DirHandle, rel: &Path, node: Option<u32>, depth: usize) -> Result<()> {
         self.cancel.check()?;
+        let seen = (self.visited + self.counted) as u64;
+        self.cancel.progress().count(seen, None, || format!("{seen} entries seen"));
         let (entries, cut) = match dir.entries() {
             Ok(e) => e,
             Err(e) => {
