@@ -22,6 +22,15 @@ export declare class CancelHandle {
   constructor()
   cancel(): void
   get cancelled(): boolean
+  /** A handle for one call whose progress the host watches (its clock starts now). */
+  static watching(): CancelHandle
+  /**
+   * The next update: `null` when nothing changed, within 250 ms of the last one, or after
+   * `endProgress`.
+   */
+  takeProgress(): ProgressUpdate | null
+  /** The call has settled: no update after this. */
+  endProgress(): void
 }
 
 /**
@@ -302,6 +311,15 @@ export interface ProcessToolsOptions {
   maxProcesses?: number
   /** Globs read-only for the processes (absent: the write guard's default). */
   protect?: Array<string>
+}
+
+/** One progress update (the exported `Progress` type). */
+export interface ProgressUpdate {
+  elapsedMs: number
+  message: string
+  progress?: number
+  total?: number
+  output?: string
 }
 
 /** The variables the process tools set themselves (a host cannot pass them through). */

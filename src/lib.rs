@@ -18,7 +18,6 @@ mod path;
 mod policy;
 mod process;
 mod process_tool;
-mod progress;
 mod read;
 mod search;
 mod session;
@@ -27,6 +26,8 @@ mod run_tests;
 mod sandbox;
 mod workspace;
 mod write;
+// After `workspace`: it adds methods to `CancelHandle`.
+mod progress;
 
 pub use convert::NativeError;
 pub use workspace::{CancelHandle, NativeWorkspace};

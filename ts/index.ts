@@ -1,6 +1,6 @@
 export { ErrorCode, ArgumentsReason, ToolError, AbortError, isAbortError } from "./errors.js";
 export type { JsonSchema } from "./schema.js";
-export type { Tool, ToolContext, AnyTool, ToolEffect } from "./tool.js";
+export type { Tool, ToolContext, Progress, AnyTool, ToolEffect } from "./tool.js";
 export { effectOf, closeTools } from "./tool.js";
 export { ToolRegistry, executeToolCall } from "./registry.js";
 export type { ToolCall, ToolResult, ToolDefinition } from "./registry.js";

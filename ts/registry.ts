@@ -1,6 +1,6 @@
 import { ErrorCode, ToolError, abortError, isAbortError } from "./errors.js";
 import type { JsonSchema } from "./schema.js";
-import { closeTools, type AnyTool } from "./tool.js";
+import { closeTools, type AnyTool, type Progress } from "./tool.js";
 
 /** A tool call as a model emits it. `arguments` may be an object or its JSON text. */
 export interface ToolCall {
@@ -62,9 +62,15 @@ function errorContent(error: ToolError): string {
 /**
  * Looks the tool up, validates the arguments, executes and serializes. Resolves with an
  * error result for every recoverable failure; rejects only on cancellation, with an Error whose
- * `name` is `"AbortError"` (a signal already aborted rejects before any effect).
+ * `name` is `"AbortError"` (a signal already aborted rejects before any effect). `onProgress`
+ * gets the call's progress updates (see `ToolContext`).
  */
-export async function executeToolCall(registry: ToolRegistry, call: ToolCall, signal: AbortSignal): Promise<ToolResult> {
+export async function executeToolCall(
+  registry: ToolRegistry,
+  call: ToolCall,
+  signal: AbortSignal,
+  onProgress?: (update: Progress) => void,
+): Promise<ToolResult> {
   if (signal.aborted) throw abortError(signal);
   const base = { type: "toolResult" as const, id: call.id, name: call.name };
   const tool = registry.get(call.name);
@@ -90,7 +96,7 @@ export async function executeToolCall(registry: ToolRegistry, call: ToolCall, si
       }
     }
     const input: unknown = tool.validate(args);
-    const output: unknown = await tool.execute(input, { signal });
+    const output: unknown = await tool.execute(input, onProgress ? { signal, onProgress } : { signal });
     return { ...base, isError: false, content: JSON.stringify(output) };
   } catch (err) {
     if (isAbortError(err)) throw err;

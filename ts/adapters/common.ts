@@ -3,7 +3,7 @@
 // an adapter throws when its framework wants recoverable failures thrown.
 import { ToolError } from "../errors.js";
 import { ToolRegistry, executeToolCall, type ToolResult } from "../registry.js";
-import type { AnyTool } from "../tool.js";
+import type { AnyTool, Progress } from "../tool.js";
 
 /** The tools an adapter takes: an array of tools or a registry. */
 export type ToolsInput = readonly AnyTool[] | ToolRegistry;
@@ -24,8 +24,9 @@ export function runToolCall(
   id: string,
   input: unknown,
   signal: AbortSignal | undefined,
+  onProgress?: (update: Progress) => void,
 ): Promise<ToolResult> {
-  return executeToolCall(registry, { type: "toolCall", id, name, arguments: input }, signal ?? new AbortController().signal);
+  return executeToolCall(registry, { type: "toolCall", id, name, arguments: input }, signal ?? new AbortController().signal, onProgress);
 }
 
 /** `read_file` -> `Read file`: a label for user interfaces. */
