@@ -25,7 +25,7 @@ import {
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "../registry.js";
-import { effectOf, type ToolEffect } from "../tool.js";
+import { effectOf, type Progress, type ToolEffect } from "../tool.js";
 import { isImageOutput } from "../image.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
 import { OPTION_SPECS, checkOptions, option, type OptionSpecOf } from "../options.js";
@@ -105,6 +105,37 @@ class AbortingTaskStore implements TaskStore {
 }
 
 const pending = new WeakMap<Server, () => number>();
+
+/** A progress notification as the SDK sends it. */
+interface ProgressNotification {
+  method: "notifications/progress";
+  params: { progressToken: string | number; progress: number; total?: number; message?: string };
+}
+
+/**
+ * `notifications/progress` for a call whose request carried `_meta.progressToken` (none
+ * without one: no listener, so the call is not watched). MCP wants `progress` to grow with
+ * every notification: a tool that counts with a known total (apply_patch) sends its count and
+ * total, any other tool the milliseconds since the call started, with its count in the message
+ * ("12 passed, 1 failed"). `message` is the update's line, then the output since the last one.
+ * A notification that fails to go out (the client left) is dropped.
+ */
+function progressSender(
+  token: unknown,
+  send: (n: ProgressNotification) => Promise<void>,
+): ((update: Progress) => void) | undefined {
+  if (typeof token !== "string" && typeof token !== "number") return undefined;
+  let last = -Infinity;
+  return (u) => {
+    const counted = u.progress !== undefined && u.total !== undefined;
+    const progress = counted ? u.progress! : u.elapsedMs;
+    if (!(progress > last)) return;
+    last = progress;
+    const message = u.output ? `${u.message}\n${u.output}` : u.message;
+    const params = { progressToken: token, progress, ...(counted ? { total: u.total } : {}), message };
+    send({ method: "notifications/progress", params }).catch(() => undefined);
+  };
+}
 
 /** How many calls and tasks a server made by `createMcpServer` is running now (0 for another server). */
 export function pendingCalls(server: Server): number {
@@ -286,7 +317,10 @@ export function createMcpServer(
       const task = await store.createTask({ ttl, pollInterval: 500 });
       const controller = new AbortController();
       taskStore.running.set(task.taskId, controller);
-      const run = runToolCall(registry, name, `task-${task.taskId}`, args ?? {}, controller.signal).then(
+      // The request is answered at once: progress goes out unrelated to it (on HTTP, the
+      // session's own stream), with the client's token.
+      const progress = progressSender(request.params._meta?.progressToken, (n) => server.notification(n));
+      const run = runToolCall(registry, name, `task-${task.taskId}`, args ?? {}, controller.signal, progress).then(
         async (result) => {
           // A result that arrives after a cancellation is dropped: the task stays cancelled.
           if (controller.signal.aborted) return;
@@ -301,7 +335,8 @@ export function createMcpServer(
       inflight.add(tracked);
       return { task } as unknown as CallToolResult;
     }
-    const call = runToolCall(registry, name, String(extra.requestId), args ?? {}, extra.signal);
+    const progress = progressSender(request.params._meta?.progressToken, (n) => extra.sendNotification(n));
+    const call = runToolCall(registry, name, String(extra.requestId), args ?? {}, extra.signal, progress);
     inflight.add(call);
     answering.add(extra.requestId);
     try {
