@@ -15,7 +15,7 @@ import { checkOptions } from "../options.js";
 import type { AnyTool } from "../tool.js";
 // MCP_HTTP_OPTIONS is defined in mcp.ts beside MCP_SERVER_OPTIONS (mcp.ts re-exports this
 // module, so a constant read from it here at load time would not be initialized yet).
-import { MCP_HTTP_OPTIONS, createMcpServer, pendingCalls } from "./mcp.js";
+import { MCP_HTTP_OPTIONS, createMcpServer, pendingCalls, progressOnSessionStream } from "./mcp.js";
 
 /** Default of `idleTimeoutMs`: a session with no request and no running call for 15 minutes is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 900_000;
@@ -402,13 +402,14 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
       ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
       ...(options.annotations === undefined ? {} : { annotations: options.annotations }),
     });
+    progressOnSessionStream.add(server);
     let session: Session | undefined;
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: maxBodyBytes,
-      // Each POST is answered with one JSON body rather than an SSE stream: the tools send no
-      // notifications during a call, and JSON costs a quarter to a third less CPU per call on
-      // both ends (measured with the SDK's client). Server messages still go on the GET stream.
+      // Each POST is answered with one JSON body rather than an SSE stream: JSON costs a
+      // quarter to a third less CPU per call on both ends (measured with the SDK's client).
+      // Server messages, progress notifications included, go on the GET stream.
       enableJsonResponse: true,
       onsessioninitialized: (id) => {
         session = { id, transport, server, tools, lastSeen: Date.now(), active: 1, closed: undefined };

@@ -106,6 +106,13 @@ class AbortingTaskStore implements TaskStore {
 
 const pending = new WeakMap<Server, () => number>();
 
+/**
+ * @internal
+ * Servers whose transport answers requests with JSON bodies (no per-request stream): their
+ * progress notifications go on the session's stream. Set by the HTTP server.
+ */
+export const progressOnSessionStream = new WeakSet<object>();
+
 /** A progress notification as the SDK sends it. */
 interface ProgressNotification {
   method: "notifications/progress";
@@ -335,7 +342,12 @@ export function createMcpServer(
       inflight.add(tracked);
       return { task } as unknown as CallToolResult;
     }
-    const progress = progressSender(request.params._meta?.progressToken, (n) => extra.sendNotification(n));
+    // A transport that answers each request with one JSON body (workcell's HTTP server) has no
+    // stream for the request: progress goes on the session's own stream, which the client's
+    // progress handler reads alike.
+    const progress = progressSender(request.params._meta?.progressToken, (n) =>
+      progressOnSessionStream.has(server) ? server.notification(n) : extra.sendNotification(n),
+    );
     const call = runToolCall(registry, name, String(extra.requestId), args ?? {}, extra.signal, progress);
     inflight.add(call);
     answering.add(extra.requestId);
