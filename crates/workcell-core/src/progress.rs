@@ -18,8 +18,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::process::capture::{decode, decode_prefix};
-
 /// Least time between two updates.
 pub const INTERVAL: Duration = Duration::from_millis(250);
 /// Most bytes of output text in one update, the omission marker included.
@@ -170,11 +168,11 @@ fn take_output(st: &mut State) -> Option<String> {
         return None;
     }
     let mut text = if st.omitted > 0 {
-        let t = decode(&st.output, false);
+        let (t, _) = decode(&st.output);
         st.output.clear();
         t
     } else {
-        let (t, used) = decode_prefix(&st.output);
+        let (t, used) = decode(&st.output);
         st.output.drain(..used);
         t
     };
@@ -193,6 +191,33 @@ fn take_output(st: &mut State) -> Option<String> {
         text.push_str(&format!("\n[{omitted} bytes omitted]\n"));
     }
     (!text.is_empty()).then_some(text)
+}
+
+/// `bytes` as text, each invalid sequence replaced by U+FFFD as results are (the standard's
+/// "maximal subpart" rule, as `String::from_utf8_lossy`), with how many bytes the text covers:
+/// a character cut at the end is left out (the process may still be writing it).
+fn decode(bytes: &[u8]) -> (String, usize) {
+    let mut text = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                text.push_str(s);
+                return (text, bytes.len());
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                text.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                match e.error_len() {
+                    Some(n) => {
+                        text.push('\u{FFFD}');
+                        rest = &after[n..];
+                    }
+                    None => return (text, bytes.len() - after.len()),
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -245,6 +270,14 @@ mod tests {
         p.output(&vec![0xff; OUTPUT_BYTES]);
         let out = force(&p).unwrap().output.unwrap();
         assert!(out.len() <= OUTPUT_BYTES && out.starts_with('\u{fffd}'), "{}", out.len());
+    }
+
+    #[test]
+    fn decoding_replaces_as_results_do_and_holds_back_a_cut_character() {
+        let bytes: &[u8] = b"a\xf0\x9f\x98b\xe2\x82\xffc\xed\xa0\x80d";
+        assert_eq!(decode(bytes), (String::from_utf8_lossy(bytes).into_owned(), bytes.len()));
+        assert_eq!(decode(&[b'a', 0xF0, 0x9F, 0x98]), ("a".to_string(), 1));
+        assert_eq!(decode(&[b'a', 0xFF]), ("a\u{FFFD}".to_string(), 2));
     }
 
     #[test]
