@@ -350,7 +350,7 @@ export interface SandboxDenialHint {
  * What the failed output of a confined process shows the sandbox refused, and the next
  * step: `null` for a success, an unconfined call or output without a denial.
  */
-export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean, ports?: Array<number> | undefined | null): SandboxDenialHint | null
+export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean, ports?: Array<number> | undefined | null, nodePermission?: boolean | undefined | null): SandboxDenialHint | null
 
 /**
  * Simulates a system with fewer sandbox features (tests, diagnostics): each given value can
