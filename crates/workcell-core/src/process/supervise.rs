@@ -84,8 +84,8 @@ pub async fn run<S: Sink>(
     let _stop_readers = stop.clone().drop_guard();
     let (eof_tx, mut eof_rx) = mpsc::channel::<()>(2);
     let mut pipes = 1;
-    // A watched call's output goes to its progress too (merged output only: a runner parses
-    // its own, see `testrun::sink`).
+    // A watched call's output goes to its progress too (run_tests passes an unwatched one and
+    // reports through its parser instead, see `testrun::sink`).
     let progress = cancel.progress();
     let out_task = tokio::spawn(drain(spawned.stdout, stdout, stop.clone(), eof_tx.clone(), progress.clone()));
     let err_task = match (spawned.stderr, stderr) {
