@@ -24,6 +24,15 @@ export declare class CancelHandle {
   constructor()
   cancel(): void
   get cancelled(): boolean
+  /** A handle for one call whose progress the host watches (its clock starts now). */
+  static watching(): CancelHandle
+  /**
+   * The next update: `null` when nothing changed, within 250 ms of the last one, or after
+   * `endProgress`.
+   */
+  takeProgress(): ProgressUpdate | null
+  /** The call has settled: no update after this. */
+  endProgress(): void
 }
 
 /**
@@ -306,6 +315,15 @@ export interface ProcessToolsOptions {
   protect?: Array<string>
 }
 
+/** One progress update (the exported `Progress` type). */
+export interface ProgressUpdate {
+  elapsedMs: number
+  message: string
+  progress?: number
+  total?: number
+  output?: string
+}
+
 /** The variables the process tools set themselves (a host cannot pass them through). */
 export declare function reservedEnv(): Array<string>
 
@@ -334,7 +352,7 @@ export interface SandboxDenialHint {
  * What the failed output of a confined process shows the sandbox refused, and the next
  * step: `null` for a success, an unconfined call or output without a denial.
  */
-export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean, ports?: Array<number> | undefined | null): SandboxDenialHint | null
+export declare function sandboxDenials(outputs: Array<string>, exitOk: boolean, root: string, filesystemConfined: boolean, networkBlocked: boolean, grants: boolean, ports?: Array<number> | undefined | null, nodePermission?: boolean | undefined | null): SandboxDenialHint | null
 
 /**
  * Simulates a system with fewer sandbox features (tests, diagnostics): each given value can

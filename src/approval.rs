@@ -206,9 +206,16 @@ pub fn sandbox_denials(
     network_blocked: bool,
     grants: bool,
     ports: Option<Vec<u32>>,
+    node_permission: Option<bool>,
 ) -> Option<SandboxDenialHint> {
     let refs: Vec<&str> = outputs.iter().map(String::as_str).collect();
-    let state = SandboxState { filesystem_confined, network_blocked, grants, ports: ports.unwrap_or_default().into_iter().filter_map(|p| u16::try_from(p).ok()).collect() };
+    let state = SandboxState {
+        filesystem_confined,
+        network_blocked,
+        grants,
+        ports: ports.unwrap_or_default().into_iter().filter_map(|p| u16::try_from(p).ok()).collect(),
+        node_permission: node_permission.unwrap_or(false),
+    };
     denial_hint(&refs, exit_ok, Path::new(&root), state).map(|h| SandboxDenialHint {
         denials: h.denials.into_iter().map(|d| SandboxDenial { kind: d.kind.to_string(), path: d.path }).collect(),
         note: h.note,

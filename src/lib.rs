@@ -27,6 +27,8 @@ mod run_tests;
 mod sandbox;
 mod workspace;
 mod write;
+// After `workspace`: it adds methods to `CancelHandle`.
+mod progress;
 
 pub use convert::NativeError;
 pub use workspace::{CancelHandle, NativeWorkspace};

@@ -46,6 +46,11 @@ describe("workcell demo", () => {
     expect(out.match(/^ {4}> /gm)!.length).toBe(report.calls.length);
     expect(out.match(/^ {4}< (ok|error|cancelled)/gm)!.length).toBe(report.calls.length);
     for (const line of lines) expect(line.length).toBeLessThan(400);
+
+    // A longer run's output is shown live, before its result line.
+    const build = lines.findIndex((l) => l.includes("build step 1 of 6") && l.startsWith("    ~ "));
+    expect(build, out).toBeGreaterThan(0);
+    expect(lines.slice(build).findIndex((l) => l.startsWith("    < "))).toBeGreaterThan(0);
   });
 
   test("step 6 says what the environment is: PATH only", async () => {

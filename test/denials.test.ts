@@ -71,6 +71,24 @@ describe("sandbox-denial hints", () => {
     expectSafeNote(r.note!, false);
   });
 
+  test.skipIf(!landlock)("a_read_refused_by_the_node_permission_model_names_the_path_and_whether_run_command_may_read_it", async () => {
+    const { root } = await tempWorkspace();
+    const dir = await outsideDir();
+    const secret = join(dir, "secret.txt");
+    await writeFile(secret, "x");
+    const tool = createNodeProcessTool(root, { timeoutMs: 5000 });
+    const r = await tool.execute(tool.validate({ source: `require('fs').readFileSync(${JSON.stringify(secret)})` }), ctx());
+    expect(r.exitCode).not.toBe(0);
+    if (!r.sandbox.nodePermission) return; // this Node.js has no permission model: Landlock refused it
+    expect(r.denials).toEqual([{ kind: "read", path: secret }]);
+    expect(r.note).toContain(`Node.js's permission model (node_process only) refused reading ${JSON.stringify(secret)}.`);
+    expect(r.note).toContain(`run_command may not read ${JSON.stringify(secret)} either`);
+    // And run_command is indeed refused the same read.
+    const run = createRunCommandTool(root);
+    const c = await run.execute(run.validate({ argv: ["cat", secret] }), ctx());
+    expect(c.exitCode).not.toBe(0);
+  });
+
   test("a_passing_command_never_gets_a_note_even_if_it_prints_a_marker", async () => {
     const { root } = await tempWorkspace();
     const tool = createRunCommandTool(root);

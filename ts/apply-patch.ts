@@ -101,7 +101,7 @@ export function createApplyPatchTool(
       // expectedHashes were checked by the preview and are the same strings).
       const expected = files ? hashList(files) : hashList(input.expectedHashes);
       // Rust repeats every check of `validate`; the queue positions are taken synchronously here.
-      return callCore(context?.signal, (cancel) => ws.applyPatch(input.patch, expected, limit, cancel, guard));
+      return callCore(context?.signal, (cancel) => ws.applyPatch(input.patch, expected, limit, cancel, guard), context?.onProgress);
     },
   };
   return attachHooks({

@@ -697,7 +697,7 @@ export function sandboxDenials(
   grantsAllowed: boolean,
   ports: readonly number[] = [],
 ): { denials: { kind: "write" | "read" | "network"; path?: string }[]; note: string } | undefined {
-  const h = binding.sandboxDenials(outputs, exitOk, root, sandbox.filesystem === "confined", sandbox.network === "blocked", grantsAllowed, [...ports]);
+  const h = binding.sandboxDenials(outputs, exitOk, root, sandbox.filesystem === "confined", sandbox.network === "blocked", grantsAllowed, [...ports], sandbox.nodePermission === true);
   if (!h) return undefined;
   return {
     denials: h.denials.map((d) => {

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createCodingTools } from "./coding.js";
 import { isAbortError } from "./errors.js";
 import { ToolRegistry, executeToolCall, type ToolResult } from "./registry.js";
+import type { Progress } from "./tool.js";
 
 /** The tools the script has calls for, in the order it shows them. */
 export const SCRIPTED_TOOLS = [
@@ -144,6 +145,11 @@ function script(has: (name: string) => boolean, port: number): Step[] {
       },
     },
     { say: "It runs a command: an argv, never a shell string.", tool: "run_command", args: { argv: ["ls", "src"] } },
+    {
+      say: "It runs a longer build; its output is shown live while it runs (progress updates, at most every 250 ms).",
+      tool: "run_command",
+      args: { argv: ["sh", "-c", "for i in 1 2 3 4 5 6; do echo \"build step $i of 6\"; sleep 0.2; done"] },
+    },
     { say: "It runs the test suite and gets a short report.", tool: "run_tests", args: { runner: "node" } },
     {
       say: "It starts a dev server and waits until it says it is listening.",
@@ -252,7 +258,12 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
       const started = performance.now();
       let result: ToolResult | undefined;
       try {
-        result = await executeToolCall(registry, { type: "toolCall", id: `demo-${n}`, name: step.tool, arguments: step.args }, controller.signal);
+        // A run's progress, live: its line, then the output that arrived since the last update.
+        const live = (u: Progress): void => {
+          print(`    … ${cut(u.message, width)} (${(u.elapsedMs / 1000).toFixed(1)} s)`);
+          for (const line of (u.output ?? "").split("\n").filter((l) => l.length > 0)) print(`    ~ ${cut(line, width)}`);
+        };
+        result = await executeToolCall(registry, { type: "toolCall", id: `demo-${n}`, name: step.tool, arguments: step.args }, controller.signal, live);
       } catch (err) {
         if (!isAbortError(err)) throw err;
       } finally {

@@ -1,7 +1,7 @@
 export { ErrorCode, ArgumentsReason, ToolError, AbortError, isAbortError } from "./errors.js";
 export type { JsonSchema } from "./schema.js";
 export type { ToolErrorJSON } from "./errors.js";
-export type { Tool, ToolContext, AnyTool, ToolEffect, ToolInput, ToolOutput, ToolNamed, NamedTools, WorkcellTool } from "./tool.js";
+export type { Tool, ToolContext, Progress, AnyTool, ToolEffect, ToolInput, ToolOutput, ToolNamed, NamedTools, WorkcellTool } from "./tool.js";
 export { effectOf, closeTools } from "./tool.js";
 export { ToolRegistry, executeToolCall } from "./registry.js";
 export type { ToolCall, ToolResult, ToolResultContent, ToolResultOf, ToolDefinition, KnownName, ToolByName } from "./registry.js";

@@ -84,7 +84,7 @@ export function createListTool(root: string, options: ListToolOptions = {}): Lis
       return out;
     },
     async execute(input: ListInput, context: ToolContext): Promise<ListOutput> {
-      return callCore(context?.signal, (cancel) => ws.listFiles(input.path, input.depth, input.limit, input.gitignore, cancel));
+      return callCore(context?.signal, (cancel) => ws.listFiles(input.path, input.depth, input.limit, input.gitignore, cancel), context?.onProgress);
     },
   }, gate, (i: ListInput) => [i.path ?? "."]);
 }

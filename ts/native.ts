@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { clearInterval as timersClearInterval, setInterval as timersSetInterval } from "node:timers";
 import type * as Binding from "../native/binding.js";
 import type { NativeError } from "../native/binding.js";
+import type { Progress } from "./tool.js";
 import { ArgumentsReason, ToolError, abortError, invalidArguments, type ErrorCode } from "./errors.js";
 import { addonLoadError } from "./platform.js";
 
@@ -157,7 +158,66 @@ function handleFor(signal: AbortSignal): { handle: CancelHandle; ended: () => vo
   return { handle, ended: () => void (call.running = false) };
 }
 
-function startWith<R>(signal: AbortSignal | undefined, run: (cancel: CancelHandle | undefined) => Promise<R>): Promise<R> {
+/**
+ * How often a watched call's updates are taken: a little over the core's 250 ms spacing, so
+ * a tick is never refused for coming a fraction of a millisecond early.
+ */
+const PROGRESS_POLL_MS = 260;
+
+/** An update as the host sees it: the fields the core left out are absent, not null. */
+function progressOf(u: Binding.ProgressUpdate): Progress {
+  const out: Progress = { elapsedMs: u.elapsedMs, message: u.message };
+  if (u.progress != null) out.progress = u.progress;
+  if (u.total != null) out.total = u.total;
+  if (u.output != null) out.output = u.output;
+  return out;
+}
+
+/**
+ * A call someone watches: its own handle (the core's updates are kept there, never pushed),
+ * taken by one unreferenced timer on this thread while the call runs. The timer stops and the
+ * handle ends before the call's promise settles for the caller, so no update comes after it.
+ * The listener runs on this thread only: what it throws (or rejects with) is dropped, and the
+ * core never waits for it (while it blocks, the core merges updates instead).
+ */
+function startWatched<R>(
+  signal: AbortSignal | undefined,
+  run: (cancel: CancelHandle | undefined) => Promise<R>,
+  onProgress: (update: Progress) => void,
+): Promise<R> {
+  const handle = CancelHandle.watching();
+  const abort = (): void => handle.cancel();
+  signal?.addEventListener("abort", abort, { once: true });
+  const deliver = (): void => {
+    const update = handle.takeProgress();
+    if (!update) return;
+    try {
+      const r = onProgress(progressOf(update)) as unknown;
+      if (r !== null && typeof r === "object" && typeof (r as PromiseLike<unknown>).then === "function") {
+        (r as Promise<unknown>).then(undefined, () => undefined);
+      }
+    } catch {
+      // The listener's failure is not the call's.
+    }
+  };
+  const timer = timersSetInterval(deliver, PROGRESS_POLL_MS);
+  timer.unref();
+  const ended = (): void => {
+    timersClearInterval(timer);
+    handle.endProgress();
+    signal?.removeEventListener("abort", abort);
+  };
+  const pending = start(run, handle);
+  pending.then(ended, ended);
+  return pending;
+}
+
+function startWith<R>(
+  signal: AbortSignal | undefined,
+  run: (cancel: CancelHandle | undefined) => Promise<R>,
+  onProgress?: (update: Progress) => void,
+): Promise<R> {
+  if (typeof onProgress === "function") return startWatched(signal, run, onProgress);
   if (!signal) return start(run, undefined);
   const { handle, ended } = handleFor(signal);
   const pending = start(run, handle);
@@ -173,9 +233,10 @@ function startWith<R>(signal: AbortSignal | undefined, run: (cancel: CancelHandl
 export function callCore<T>(
   signal: AbortSignal | undefined,
   run: (cancel: CancelHandle | undefined) => Promise<Outcome<T>>,
+  onProgress?: (update: Progress) => void,
 ): Promise<T> {
   if (signal?.aborted) return Promise.reject(abortError(signal));
-  return startWith(signal, run).then((result) => {
+  return startWith(signal, run, onProgress).then((result) => {
     if ("error" in result) throw fromNative(result.error, signal);
     return result.ok;
   });

@@ -189,6 +189,7 @@ export function createNodeProcessTool(
     async run(input, context, grants) {
       const out: NodeProcessOutput = await callCore(context?.signal, (cancel) =>
         ws.nodeProcess(input.source, input.arguments ?? [], input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
+        context?.onProgress,
       );
       const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox, listenPorts(options));
       if (hint) {

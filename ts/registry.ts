@@ -1,6 +1,6 @@
 import { ErrorCode, ToolError, abortError, isAbortError, type ToolErrorJSON } from "./errors.js";
 import type { JsonSchema } from "./schema.js";
-import { closeTools, type AnyTool, type ToolNamed, type ToolOutput } from "./tool.js";
+import { closeTools, type AnyTool, type Progress, type ToolNamed, type ToolOutput } from "./tool.js";
 
 /**
  * A tool call as a model emits it. `arguments` may be an object or its JSON text; `type` may be
@@ -101,12 +101,14 @@ function errorResult<N extends string>(base: { type: "toolResult"; id: string; n
  * error result for every recoverable failure; rejects only on cancellation, with an Error whose
  * `name` is `"AbortError"` (a signal already aborted rejects before any effect). Without a
  * signal the call cannot be cancelled. With a typed registry and a literal name, the result's
- * `output` has that tool's type.
+ * `output` has that tool's type. `onProgress` gets the call's progress updates (see
+ * `ToolContext`).
  */
 export async function executeToolCall<T extends AnyTool, N extends string = string>(
   registry: ToolRegistry<T>,
   call: ToolCall<N & KnownName<T, N>>,
   signal?: AbortSignal,
+  onProgress?: (update: Progress) => void,
 ): Promise<ToolResultOf<T, N>> {
   if (signal?.aborted) throw abortError(signal);
   const base = { type: "toolResult" as const, id: call.id, name: call.name as N };
@@ -130,7 +132,7 @@ export async function executeToolCall<T extends AnyTool, N extends string = stri
       }
     }
     const input: unknown = tool.validate(args);
-    const output = (await tool.execute(input, { signal: signal ?? new AbortController().signal })) as ToolOutput<ToolNamed<T, N>>;
+    const output = (await tool.execute(input, onProgress ? { signal: signal ?? new AbortController().signal, onProgress } : { signal: signal ?? new AbortController().signal })) as ToolOutput<ToolNamed<T, N>>;
     return { ...base, isError: false, content: JSON.stringify(output), output } as ToolResultOf<T, N>;
   } catch (err) {
     if (isAbortError(err)) throw err;

@@ -240,6 +240,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     async run(input, context, grants) {
       const out: RunCommandOutput = await callCore(context?.signal, (cancel) =>
         ws.runCommand(input.argv, input.cwd, input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
+        context?.onProgress,
       );
       const notes: string[] = out.note != null ? [out.note] : [];
       const hint = gate.denials([out.output], out.exitCode === 0, out.sandbox, listenPorts(options));

@@ -179,6 +179,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     async run(input, context, grants) {
       const out: RunTestsOutput = await callCore(context?.signal, (cancel) =>
         ws.runTests(input.runner, input.args ?? [], input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
+        context?.onProgress,
       );
       const notes: string[] = out.note != null ? [out.note] : [];
       const hint = gate.denials([out.report, ...out.failures.map((f) => f.output), ...out.buildErrors], out.status === "passed", out.sandbox, listenPorts(options));

@@ -102,6 +102,7 @@ export function createSearchTool(root: string, options: SearchToolOptions = {}):
           { ignoreCase: input.ignoreCase, literal: input.literal, limit: input.limit, gitignore },
           cancel,
         ),
+        context?.onProgress,
       );
     },
   }, gate, (i: SearchInput) => [i.path ?? "."]);

@@ -206,7 +206,7 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     // The grants (this call's, approved, and the tool set's remembered ones) widen the tools'
     // sandbox options in the core for this process only.
     run: async (i, context, grants) =>
-      output(await callCore(context?.signal, (c) => table.start(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, c, grants))),
+      output(await callCore(context?.signal, (c) => table.start(i.argv, i.cwd, i.tty, i.timeoutMs, i.waitFor, i.waitMs, i.ports, i.watch, c, grants), context?.onProgress)),
   };
   const writeSpec: ProcessSpec<WriteProcessInput, { id: string; bytes: number }> = {
     effect: "process",

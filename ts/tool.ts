@@ -3,6 +3,27 @@ import type { JsonSchema } from "./schema.js";
 /** What a tool's `execute` gets besides its input. */
 export interface ToolContext {
   signal: AbortSignal;
+  /**
+   * Called while the call runs, at most every 250 ms and never after it settled (see
+   * `Progress`). Optional: without it nothing is watched. What it throws or returns is ignored,
+   * and it cannot delay or change the call (updates it is too slow for are merged).
+   */
+  onProgress?: (update: Progress) => void;
+}
+
+/**
+ * One update of a running call. `message` is one line for a person; `progress`/`total` count
+ * what the tool counts (tests finished, files searched, patch files staged) and only grow;
+ * `output` is the process output since the previous update (node_process, run_command,
+ * run_tests, start_process), at most 4 KiB, decoded and cut as the result's output is.
+ */
+export interface Progress {
+  /** Milliseconds since the call started. */
+  elapsedMs: number;
+  message: string;
+  progress?: number;
+  total?: number;
+  output?: string;
 }
 
 /**

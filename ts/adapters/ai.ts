@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import { jsonSchema, tool, type JSONSchema7, type Tool as AITool } from "ai";
 import { isImageOutput } from "../image.js";
 import { ToolCallError, runToolCall, toRegistry, type ToolsInput } from "./common.js";
+import { progressive } from "./progressive.js";
 import { checkOptions, option, type OptionSpecOf } from "../options.js";
 import { textEditor as anthropicTextEditor, bash as anthropicBash, type AnthropicToolAnswer, type BashOptions, type TextEditorOptions } from "./anthropic.js";
 import { applyPatch as openaiApplyPatch, shell as openaiShell } from "./openai.js";
@@ -174,7 +175,9 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
             },
           }
         : {}),
-      execute: async (input, { abortSignal, toolCallId }) => {
+      // The promise of the result, which the SDK iterates for preliminary results: `{ progress }`
+      // while the call runs, then the result (see ./progressive.ts).
+      execute: (input, { abortSignal, toolCallId }) => progressive(async (onProgress) => {
         if (sdkAsks) {
           const key = approvalKey(t.name, toolCallId, input);
           const entry = pending.get(key);
@@ -190,7 +193,7 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
             try {
               // Both run through the tool's gate, which reports the audit event.
               if (entry.error !== undefined) return await hooks!.refuse(valid, entry.error);
-              return (await hooks!.runApproved(valid, { signal: abortSignal ?? new AbortController().signal }, entry.request!)) as unknown;
+              return (await hooks!.runApproved(valid, { signal: abortSignal ?? new AbortController().signal, onProgress }, entry.request!)) as unknown;
             } catch (err) {
               return fail(toolCallId, err);
             }
@@ -217,10 +220,10 @@ export function toAISDKTools(tools: ToolsInput, options: AISDKToolsOptions = {})
             }
           }
         }
-        const result = await runToolCall(registry, t.name, toolCallId, input, abortSignal);
+        const result = await runToolCall(registry, t.name, toolCallId, input, abortSignal, onProgress);
         if (result.isError && errors === "throw") throw new ToolCallError(result);
         return JSON.parse(result.content) as unknown;
-      },
+      }),
       // An image read_file returned reaches the model as an image part, with its path and hash.
       toModelOutput: ({ output }) =>
         imageModelOutput(output) ??

@@ -3,7 +3,7 @@
 // an adapter throws when its framework wants recoverable failures thrown.
 import { ToolError, type ErrorCode, type ToolErrorJSON } from "../errors.js";
 import { ToolRegistry, executeToolCall, type ToolResult, type ToolResultContent } from "../registry.js";
-import type { AnyTool } from "../tool.js";
+import type { AnyTool, Progress } from "../tool.js";
 
 /** The tools an adapter takes: an array of tools (a tool set) or a registry. */
 export type ToolsInput<T extends AnyTool = AnyTool> = readonly T[] | ToolRegistry<T>;
@@ -24,8 +24,9 @@ export function runToolCall(
   id: string,
   input: unknown,
   signal: AbortSignal | undefined,
+  onProgress?: (update: Progress) => void,
 ): Promise<ToolResult> {
-  return executeToolCall(registry, { type: "toolCall", id, name, arguments: input }, signal ?? new AbortController().signal);
+  return executeToolCall(registry, { type: "toolCall", id, name, arguments: input }, signal ?? new AbortController().signal, onProgress);
 }
 
 /** `read_file` -> `Read file`: a label for user interfaces. */

@@ -25,7 +25,7 @@ import {
   type ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "../registry.js";
-import { effectOf, type ToolEffect } from "../tool.js";
+import { effectOf, type Progress, type ToolEffect } from "../tool.js";
 import { isImageOutput } from "../image.js";
 import type { JsonSchema } from "../schema.js";
 import { runToolCall, toRegistry, toolTitle, type ToolsInput } from "./common.js";
@@ -106,6 +106,44 @@ class AbortingTaskStore implements TaskStore {
 }
 
 const pending = new WeakMap<Server, () => number>();
+
+/**
+ * @internal
+ * Servers whose transport answers requests with JSON bodies (no per-request stream): their
+ * progress notifications go on the session's stream. Set by the HTTP server.
+ */
+export const progressOnSessionStream = new WeakSet<object>();
+
+/** A progress notification as the SDK sends it. */
+interface ProgressNotification {
+  method: "notifications/progress";
+  params: { progressToken: string | number; progress: number; total?: number; message?: string };
+}
+
+/**
+ * `notifications/progress` for a call whose request carried `_meta.progressToken` (none
+ * without one: no listener, so the call is not watched). MCP wants `progress` to grow with
+ * every notification: a tool that counts with a known total (apply_patch) sends its count and
+ * total, any other tool the milliseconds since the call started, with its count in the message
+ * ("12 passed, 1 failed"). `message` is the update's line, then the output since the last one.
+ * A notification that fails to go out (the client left) is dropped.
+ */
+function progressSender(
+  token: unknown,
+  send: (n: ProgressNotification) => Promise<void>,
+): ((update: Progress) => void) | undefined {
+  if (typeof token !== "string" && typeof token !== "number") return undefined;
+  let last = -Infinity;
+  return (u) => {
+    const counted = u.progress !== undefined && u.total !== undefined;
+    const progress = counted ? u.progress! : u.elapsedMs;
+    if (!(progress > last)) return;
+    last = progress;
+    const message = u.output ? `${u.message}\n${u.output}` : u.message;
+    const params = { progressToken: token, progress, ...(counted ? { total: u.total } : {}), message };
+    send({ method: "notifications/progress", params }).catch(() => undefined);
+  };
+}
 
 /** How many calls and tasks a server made by `createMcpServer` is running now (0 for another server). */
 export function pendingCalls(server: Server): number {
@@ -278,7 +316,10 @@ export function createMcpServer(
       const task = await store.createTask({ ttl, pollInterval: 500 });
       const controller = new AbortController();
       taskStore.running.set(task.taskId, controller);
-      const run = runToolCall(registry, name, `task-${task.taskId}`, args ?? {}, controller.signal).then(
+      // The request is answered at once: progress goes out unrelated to it (on HTTP, the
+      // session's own stream), with the client's token.
+      const progress = progressSender(request.params._meta?.progressToken, (n) => server.notification(n));
+      const run = runToolCall(registry, name, `task-${task.taskId}`, args ?? {}, controller.signal, progress).then(
         async (result) => {
           // A result that arrives after a cancellation is dropped: the task stays cancelled.
           if (controller.signal.aborted) return;
@@ -293,7 +334,13 @@ export function createMcpServer(
       inflight.add(tracked);
       return { task } as unknown as CallToolResult;
     }
-    const call = runToolCall(registry, name, String(extra.requestId), args ?? {}, extra.signal);
+    // A transport that answers each request with one JSON body (workcell's HTTP server) has no
+    // stream for the request: progress goes on the session's own stream, which the client's
+    // progress handler reads alike.
+    const progress = progressSender(request.params._meta?.progressToken, (n) =>
+      progressOnSessionStream.has(server) ? server.notification(n) : extra.sendNotification(n),
+    );
+    const call = runToolCall(registry, name, String(extra.requestId), args ?? {}, extra.signal, progress);
     inflight.add(call);
     answering.add(extra.requestId);
     try {

@@ -47,6 +47,7 @@ pub mod path;
 pub mod pool;
 pub mod policy;
 pub mod process;
+pub mod progress;
 pub mod proxy;
 pub mod read;
 pub mod root;

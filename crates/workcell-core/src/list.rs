@@ -239,6 +239,9 @@ impl Visit for Lister<'_> {
 
     fn dir_start(&mut self) -> Result<bool> {
         self.cancel.check()?;
+        // A watched call's progress: the entries seen so far (at most one update per 250 ms).
+        let seen = (self.visited + self.counted) as u64;
+        self.cancel.progress().count(seen, None, || format!("{seen} entries seen"));
         Ok(true)
     }
 

@@ -52,6 +52,9 @@ pub struct SandboxState {
     pub grants: bool,
     /// The TCP ports the host lets a process session listen on (`ports` of start_process).
     pub ports: Vec<u16>,
+    /// Node.js's permission model checked the call's file access (node_process): its refusals
+    /// count even where Landlock does not confine.
+    pub node_permission: bool,
 }
 
 const FS_MARKERS: &[&str] = &[
@@ -65,6 +68,8 @@ const FS_MARKERS: &[&str] = &[
     "err_access_denied",
     "access to this api has been restricted",
 ];
+/// The markers of a refusal by Node.js's permission model (not by the kernel).
+const NODE_MARKERS: &[&str] = &["err_access_denied", "access to this api has been restricted"];
 /// Lines after a marker that may still belong to its error (Node prints the error's fields
 /// after the stack: `permission: 'FileSystemWrite'`, `resource: '/etc/x'`, `path: '/etc/x'`).
 const LOOKAHEAD_LINES: usize = 16;
@@ -195,9 +200,12 @@ fn scanned(output: &str) -> (&str, &str) {
 /// The denials the failed output of a confined process shows, with the note; `None` for a
 /// command that succeeded, an unconfined one, or output without a denial.
 pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxState) -> Option<DenialHint> {
-    if exit_ok || !(state.filesystem_confined || state.network_blocked) {
+    if exit_ok || !(state.filesystem_confined || state.network_blocked || state.node_permission) {
         return None;
     }
+    // Reads Node's permission model refused, by path: the note says whether run_command (not
+    // under that model) may read them.
+    let mut node_reads: Vec<String> = Vec::new();
     let mut denials: Vec<Denial> = Vec::new();
     let mut listens: Vec<u16> = Vec::new();
     let mut listen_unknown = false;
@@ -218,7 +226,8 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
                     }
                     "network"
                 } else if let Some(k) = fs_kind(&line) {
-                    if !state.filesystem_confined {
+                    let by_node = state.node_permission && NODE_MARKERS.iter().any(|m| line.contains(m));
+                    if !state.filesystem_confined && !by_node {
                         continue;
                     }
                     k
@@ -252,6 +261,13 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
                 } else {
                     // A path-less file-system entry is replaced by the named ones.
                     denials.retain(|d| !(d.kind != "network" && d.path.is_none()));
+                    if kind == "read" && state.node_permission && NODE_MARKERS.iter().any(|m| line.contains(m)) {
+                        for p in &paths {
+                            if node_reads.len() < MAX_DENIALS && !node_reads.contains(p) {
+                                node_reads.push(p.clone());
+                            }
+                        }
+                    }
                     for p in paths {
                         push(Denial { kind, path: Some(p) }, &mut denials);
                     }
@@ -263,8 +279,28 @@ pub fn denial_hint(outputs: &[&str], exit_ok: bool, root: &Path, state: SandboxS
         return None;
     }
     let only_listening = (!listens.is_empty() || listen_unknown) && denials.iter().all(|d| d.kind == "network") && !network_beyond_listening(outputs);
-    let note = if only_listening { listen_note(&listens, &state.ports) } else { note(&denials, state.grants) };
+    let mut note = if only_listening { listen_note(&listens, &state.ports) } else { note(&denials, state.grants) };
+    if !node_reads.is_empty() {
+        note = format!("{} {note}", node_read_note(&node_reads, state.filesystem_confined));
+    }
     Some(DenialHint { note, denials })
+}
+
+/// Names the reads Node.js's permission model refused and says, for each, whether run_command
+/// may read it: it runs under Landlock alone, which lets every confined process read the system
+/// directories and the harmless `/proc` and `/sys` entries (and, without Landlock, anything).
+fn node_read_note(paths: &[String], landlock: bool) -> String {
+    let system = if landlock { crate::sandbox::paths::system_read_paths() } else { Vec::new() };
+    let (open, closed): (Vec<&String>, Vec<&String>) = paths.iter().partition(|p| !landlock || system.iter().any(|s| Path::new(p.as_str()).starts_with(s)));
+    let list = |v: &[&String]| v.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ");
+    let mut s = format!("Node.js's permission model (node_process only) refused reading {}.", list(&paths.iter().collect::<Vec<_>>()));
+    if !open.is_empty() {
+        s.push_str(&format!(" run_command may read {} (it is not under that model): run the script there with [\"node\", \"<file>\"].", list(&open)));
+    }
+    if !closed.is_empty() {
+        s.push_str(&format!(" run_command may not read {} either (its sandbox refuses it too).", list(&closed)));
+    }
+    s
 }
 
 /// Whether the output shows a network refusal other than a refused `listen`/`bind` (a lookup,
@@ -359,7 +395,7 @@ mod tests {
 
     const ROOT: &str = "/work/ws";
     fn st(grants: bool) -> SandboxState {
-        SandboxState { filesystem_confined: true, network_blocked: true, grants, ports: Vec::new() }
+        SandboxState { filesystem_confined: true, network_blocked: true, grants, ports: Vec::new(), node_permission: true }
     }
     fn hint(out: &str) -> Option<DenialHint> {
         denial_hint(&[out], false, Path::new(ROOT), st(true))
@@ -403,6 +439,25 @@ mod tests {
     }
 
     #[test]
+    fn a_node_permission_read_refusal_says_whether_run_command_may_read_the_path() {
+        let refused = |path: &str| format!("Error: Access to this API has been restricted\n  code: 'ERR_ACCESS_DENIED',\n  permission: 'FileSystemRead',\n  resource: '{path}'\n");
+        // Under Landlock: a system path is readable by run_command; a home directory is not.
+        let h = hint(&refused("/etc/ssl/openssl.cnf")).unwrap();
+        assert!(h.note.starts_with("Node.js's permission model (node_process only) refused reading \"/etc/ssl/openssl.cnf\". run_command may read \"/etc/ssl/openssl.cnf\""), "{}", h.note);
+        let h = hint(&refused("/home/someone/.npmrc")).unwrap();
+        assert!(h.note.contains("run_command may not read \"/home/someone/.npmrc\" either"), "{}", h.note);
+        // Without Landlock, Node's model is the only layer: its refusal is still reported, and
+        // run_command (unconfined files) may read the path.
+        let no_landlock = SandboxState { filesystem_confined: false, network_blocked: false, grants: false, ports: Vec::new(), node_permission: true };
+        let h = denial_hint(&[&refused("/home/someone/.npmrc")], false, Path::new(ROOT), no_landlock).unwrap();
+        assert_eq!(h.denials, vec![Denial { kind: "read", path: Some("/home/someone/.npmrc".into()) }]);
+        assert!(h.note.contains("run_command may read \"/home/someone/.npmrc\""), "{}", h.note);
+        // A kernel refusal is not Node's: no such sentence.
+        let h = hint("cat: /home/someone/.npmrc: Permission denied").unwrap();
+        assert!(!h.note.contains("Node.js's permission model"), "{}", h.note);
+    }
+
+    #[test]
     fn paths_inside_the_workspace_are_not_named_and_output_is_bounded() {
         let h = hint("EACCES: permission denied, open '/work/ws/a.txt'").unwrap();
         assert_eq!(h.denials, vec![Denial { kind: "write", path: None }]);
@@ -419,9 +474,9 @@ mod tests {
     fn success_unconfined_or_clean_output_gets_nothing() {
         let line = "touch: cannot touch '/etc/x': Permission denied";
         assert!(denial_hint(&[line], true, Path::new(ROOT), st(true)).is_none());
-        let open = SandboxState { filesystem_confined: false, network_blocked: false, grants: true, ports: Vec::new() };
+        let open = SandboxState { filesystem_confined: false, network_blocked: false, grants: true, ports: Vec::new(), node_permission: false };
         assert!(denial_hint(&[line], false, Path::new(ROOT), open).is_none());
-        let net_open = SandboxState { filesystem_confined: true, network_blocked: false, grants: true, ports: Vec::new() };
+        let net_open = SandboxState { filesystem_confined: true, network_blocked: false, grants: true, ports: Vec::new(), node_permission: false };
         assert!(denial_hint(&["curl: (6) Could not resolve host: x"], false, Path::new(ROOT), net_open.clone()).is_none());
         assert!(hint("error: test failed, expected 1 got 2").is_none());
     }

@@ -277,6 +277,7 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
     cancel.check()?;
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
     let sink = HeadTail::new(opts.head_bytes, opts.tail_bytes);
+    cancel.progress().message(|| format!("{name}: running"));
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, sink).await;
     drop(workdir);
     drop(scratch);

@@ -274,6 +274,7 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     let mut report = confinement.apply(&mut spec);
     report.node_permission = node_permission;
     let run = RunOptions { timeout: Some(timeout), reaper: opts.reaper, ..RunOptions::default() };
+    cancel.progress().message(|| "node: running".into());
     let finished = process::run(spec, &run, cancel, Head::new(opts.max_stdout_bytes), Some(Head::new(opts.max_stderr_bytes)))
         .await
         .map_err(|e| spawn_error(&e, &opts.exec_path))?;

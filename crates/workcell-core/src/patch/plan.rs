@@ -525,9 +525,11 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, canc
     let mut temps: Vec<Temp> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
     let mut steps: Vec<Step> = Vec::new();
-    for (e, c) in entries.iter().zip(&computed) {
+    let total = entries.len() as u64;
+    for (i, (e, c)) in entries.iter().zip(&computed).enumerate() {
         let op = &req.patch.ops[e.op];
         let shown = op.path().as_str();
+        cancel.progress().count(i as u64, Some(total), || format!("{i} of {total} files staged"));
         match op {
             FileOp::Add { .. } | FileOp::Update { move_to: None, .. } => {
                 let temp = stage(&e.src, shown, c.content.as_deref().unwrap_or("").as_bytes(), c.mode, c.src_before)?;
@@ -551,6 +553,7 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, canc
             }
         }
     }
+    cancel.progress().count(total, Some(total), || format!("{total} of {total} files staged"));
     staged_hook();
 
     // 3. Recheck: the last point where the patch can stop without a change.

@@ -15,6 +15,7 @@ use super::timing::{RunOptions, CANCEL_GRACE, FINAL_READ, KILL_WAIT, READ_CHUNK}
 use super::reap::{ChildHandle, ExitInfo};
 use super::spawn::{spawn, OutputPipes, SpawnSpec};
 use crate::cancel::Cancel;
+use crate::progress::Progress;
 
 /// Why the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,11 +84,14 @@ pub async fn run<S: Sink>(
     let _stop_readers = stop.clone().drop_guard();
     let (eof_tx, mut eof_rx) = mpsc::channel::<()>(2);
     let mut pipes = 1;
-    let out_task = tokio::spawn(drain(spawned.stdout, stdout, stop.clone(), eof_tx.clone()));
+    // A watched call's output goes to its progress too (run_tests passes an unwatched one and
+    // reports through its parser instead, see `testrun::sink`).
+    let progress = cancel.progress();
+    let out_task = tokio::spawn(drain(spawned.stdout, stdout, stop.clone(), eof_tx.clone(), progress.clone()));
     let err_task = match (spawned.stderr, stderr) {
         (Some(fd), Some(sink)) => {
             pipes += 1;
-            Some(tokio::spawn(drain(fd, sink, stop.clone(), eof_tx.clone())))
+            Some(tokio::spawn(drain(fd, sink, stop.clone(), eof_tx.clone(), progress.clone())))
         }
         _ => None,
     };
@@ -159,8 +163,9 @@ async fn wait_eofs(rx: &mut mpsc::Receiver<()>, eofs: &mut usize, pipes: usize, 
 
 /// Reads `fd` into `sink` until end of file or `stop`, then hands the sink back. On `stop`, what
 /// the pipe already holds is still read (at most [`FINAL_READ`] bytes), so output written before
-/// the child exited is never lost to a busy runtime.
-async fn drain<S: Sink>(fd: OwnedFd, mut sink: S, stop: CancellationToken, eof: mpsc::Sender<()>) -> S {
+/// the child exited is never lost to a busy runtime. What is read also goes to `progress`
+/// (nothing when unwatched).
+async fn drain<S: Sink>(fd: OwnedFd, mut sink: S, stop: CancellationToken, eof: mpsc::Sender<()>, progress: Progress) -> S {
     let Ok(mut pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd) else {
         let _ = eof.send(()).await;
         return sink;
@@ -176,6 +181,7 @@ async fn drain<S: Sink>(fd: OwnedFd, mut sink: S, stop: CancellationToken, eof: 
                     match rustix::io::read(&pipe, &mut buf[..READ_CHUNK.min(left)]) {
                         Ok(n) if n > 0 => {
                             sink.push(&buf[..n]);
+                            progress.output(&buf[..n]);
                             left -= n;
                         }
                         _ => break,
@@ -184,7 +190,10 @@ async fn drain<S: Sink>(fd: OwnedFd, mut sink: S, stop: CancellationToken, eof: 
                 return sink;
             }
             r = pipe.read(&mut buf) => match r {
-                Ok(n) if n > 0 => sink.push(&buf[..n]),
+                Ok(n) if n > 0 => {
+                    sink.push(&buf[..n]);
+                    progress.output(&buf[..n]);
+                }
                 _ => {
                     let _ = eof.send(()).await;
                     return sink;
@@ -207,7 +216,7 @@ mod tests {
         stop.cancel();
         let (tx, _rx) = mpsc::channel(1);
         // The writer is still open (an escaped holder): no end of file, and the stop came first.
-        let sink = drain(r, Head::new(100), stop, tx).await;
+        let sink = drain(r, Head::new(100), stop, tx, Progress::default()).await;
         assert_eq!(sink.finish().text, "written before the end");
         drop(w);
     }

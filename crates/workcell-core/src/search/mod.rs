@@ -152,8 +152,16 @@ pub struct SearchStats {
 }
 
 /// Searches the files beneath `opts.path` (the root when `None`; a file searches that file).
+/// A watched call's progress counts the files handed to the searchers.
 pub fn search_files(ws: &Workspace, opts: &SearchOptions, cancel: &Cancel) -> Result<SearchOutput> {
-    search_files_observed(ws, opts, cancel, &|_, _| {})
+    let progress = cancel.progress();
+    if !progress.is_watched() {
+        return search_files_observed(ws, opts, cancel, &|_, _| {});
+    }
+    search_files_observed(ws, opts, cancel, &|index, _| {
+        let n = index + 1;
+        progress.count(n, None, || format!("{n} file{} searched", if n == 1 { "" } else { "s" }));
+    })
 }
 
 /// [`search_files`], calling `on_file(index, path)` on the walking thread as each file is

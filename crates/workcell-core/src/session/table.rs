@@ -214,6 +214,10 @@ impl ProcessTable {
         };
         let (id, shared, started) = self.launch(req, start, report, checked.command.note.clone())?;
         drop(workdir);
+        cancel.progress().message(|| {
+            let until = if checked.wait_for.is_some() { "its output matches waitFor, it exits or waitMs passes" } else { "it exits or waitMs passes" };
+            format!("{id}: {} started; waiting until {until}", req.argv[0])
+        });
         let matcher = checked.wait_for.map(Matcher::new);
         match self.wait(&id, &shared, started, report, checked.command.note, Some(0), matcher, checked.wait, false, cancel).await {
             Err(e) if e.is_cancelled() => {
@@ -277,12 +281,19 @@ impl ProcessTable {
     ) -> Result<ProcessOutput> {
         let deadline = tokio::time::Instant::now() + wait;
         let from = cursor.unwrap_or_else(|| shared.lock().last_cursor);
+        // What a watched call's progress has been given of the output.
+        let mut shown = from;
         loop {
             let notified = shared.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
                 let st = shared.lock();
+                if cancel.progress().is_watched() && st.buffer.total() > shown {
+                    let (at, bytes) = st.buffer.bytes_from(shown);
+                    cancel.progress().output(&bytes);
+                    shown = at + bytes.len() as u64;
+                }
                 if let Some(m) = &mut matcher {
                     // Everything kept after the cursor that was not searched yet (the head, then
                     // the tail after a gap): bounded by what is kept.

@@ -140,6 +140,9 @@ fn binary_name(rest: &str) -> String {
 }
 
 impl Parser for CargoParser {
+    fn counts(&self) -> Option<(u64, u64, u64)> {
+        Some(self.units.iter().fold((0, 0, 0), |(p, f, s), u| (p + u.passed, f + u.failed, s + u.skipped)))
+    }
     fn line(&mut self, line: &str) {
         let trimmed = line.trim_start();
         // Test binaries.

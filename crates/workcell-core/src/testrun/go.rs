@@ -297,6 +297,12 @@ impl GoParser {
 }
 
 impl Parser for GoParser {
+    fn counts(&self) -> Option<(u64, u64, u64)> {
+        Some((self.summary.passed, self.summary.failed, self.summary.skipped))
+    }
+    fn is_event(&self, line: &str) -> bool {
+        line.starts_with('{')
+    }
     fn line(&mut self, line: &str) {
         if line.starts_with('{') {
             if let Ok(ev) = serde_json::from_str::<serde_json::Value>(line) {

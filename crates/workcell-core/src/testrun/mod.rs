@@ -466,6 +466,22 @@ impl Parser for AnyParser {
             AnyParser::Vitest(p) => p.other(),
         }
     }
+    fn counts(&self) -> Option<(u64, u64, u64)> {
+        match self {
+            AnyParser::Go(p) => p.counts(),
+            AnyParser::Cargo(p) => p.counts(),
+            AnyParser::Node(p) => p.counts(),
+            AnyParser::Vitest(p) => p.counts(),
+        }
+    }
+    fn is_event(&self, line: &str) -> bool {
+        match self {
+            AnyParser::Go(p) => p.is_event(line),
+            AnyParser::Cargo(p) => p.is_event(line),
+            AnyParser::Node(p) => p.is_event(line),
+            AnyParser::Vitest(p) => p.is_event(line),
+        }
+    }
 }
 
 fn random_prefix() -> Result<String> {
@@ -523,7 +539,12 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
     let net = confinement.network();
     let confined = confinement.apply(&mut spec);
     let run = RunOptions { timeout: Some(checked.timeout), reaper: opts.reaper, ..RunOptions::default() };
-    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, LineSink::new(parser)).await;
+    // The runner's output reaches a watched progress through the parser (counts, and the lines
+    // that are not its events), not raw.
+    let sink = LineSink::new(parser).watched(cancel.progress(), cleaner.clone());
+    cancel.progress().message(|| format!("{}: running", runner.as_str()));
+    let unwatched = cancel.with_progress(crate::progress::Progress::default());
+    let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, &unwatched, sink).await;
     drop(workdir);
     let finished = finished?;
     let mut sink = finished.stdout;

@@ -359,6 +359,12 @@ impl NodeParser {
 }
 
 impl Parser for NodeParser {
+    fn counts(&self) -> Option<(u64, u64, u64)> {
+        Some((self.summary.passed, self.summary.failed, self.summary.skipped))
+    }
+    fn is_event(&self, line: &str) -> bool {
+        line.starts_with(&self.prefix)
+    }
     fn line(&mut self, line: &str) {
         if let Some(rest) = line.strip_prefix(&self.prefix).and_then(|r| r.strip_prefix(' ')) {
             if let Ok(ev) = serde_json::from_str::<serde_json::Value>(rest) {

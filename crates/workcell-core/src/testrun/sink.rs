@@ -1,7 +1,10 @@
 //! A [`Sink`] that hands a runner's merged output to its parser line by line, as it arrives, so
-//! that nothing but the parser's bounded state is kept, whatever the tests print.
+//! that nothing but the parser's bounded state is kept, whatever the tests print. A watched
+//! call's progress gets the counts as they grow and the lines that are not the runner's
+//! structured events, cleaned as the result's text is.
 
 use crate::process::{HeadTail, Sink};
+use crate::progress::Progress;
 
 use super::report::Summary;
 
@@ -17,6 +20,14 @@ pub trait Parser: Send + 'static {
     /// The runner's own lines that were not part of any result (its errors when it could not
     /// start), already cleaned.
     fn other(&self) -> String;
+    /// The tests finished so far: passed, failed, skipped (`None`: counted only at the end).
+    fn counts(&self) -> Option<(u64, u64, u64)> {
+        None
+    }
+    /// Whether `line` is one of the runner's structured events (not shown as output).
+    fn is_event(&self, _line: &str) -> bool {
+        false
+    }
 }
 
 pub struct LineSink<P> {
@@ -25,17 +36,37 @@ pub struct LineSink<P> {
     overlong: bool,
     /// The raw output's first and last bytes, for messages when nothing else is known.
     pub raw: HeadTail,
+    /// The call's progress and the cleaner of what it is shown (only when watched).
+    watch: Option<(Progress, super::report::Cleaner)>,
 }
 
 impl<P: Parser> LineSink<P> {
     pub fn new(parser: P) -> Self {
-        LineSink { parser, partial: Vec::new(), overlong: false, raw: HeadTail::new(2 * 1024, 6 * 1024) }
+        LineSink { parser, partial: Vec::new(), overlong: false, raw: HeadTail::new(2 * 1024, 6 * 1024), watch: None }
+    }
+
+    /// Reports to `progress` as lines arrive (nothing when it is unwatched).
+    pub fn watched(mut self, progress: &Progress, cleaner: super::report::Cleaner) -> Self {
+        if progress.is_watched() {
+            self.watch = Some((progress.clone(), cleaner));
+        }
+        self
     }
 
     fn emit(&mut self) {
         let line = String::from_utf8_lossy(&self.partial);
         let line = line.strip_suffix('\r').unwrap_or(&line).to_string();
         self.parser.line(&line);
+        if let Some((progress, cleaner)) = &self.watch {
+            if !self.parser.is_event(&line) {
+                let mut shown = cleaner.clean(&line);
+                shown.push('\n');
+                progress.output(shown.as_bytes());
+            }
+            if let Some((passed, failed, skipped)) = self.parser.counts() {
+                progress.count(passed + failed + skipped, None, || counts_line(passed, failed, skipped));
+            }
+        }
         self.partial.clear();
         self.overlong = false;
     }
@@ -66,6 +97,15 @@ impl<P: Parser> Sink for LineSink<P> {
             }
         }
     }
+}
+
+/// `12 passed, 1 failed` (and `, 2 skipped` when there are).
+pub fn counts_line(passed: u64, failed: u64, skipped: u64) -> String {
+    let mut line = format!("{passed} passed, {failed} failed");
+    if skipped > 0 {
+        line.push_str(&format!(", {skipped} skipped"));
+    }
+    line
 }
 
 impl<P> LineSink<P> {

@@ -22,6 +22,7 @@ mod patch_corpus;
 mod path_grammar;
 mod policy_differential;
 mod process;
+mod progress;
 mod read;
 mod read_only;
 mod run_tests;
