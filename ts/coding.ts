@@ -19,7 +19,7 @@ import {
   createMoveFileTool,
   type FileOpsToolOptions,
 } from "./file-ops.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, asPartOf, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
 import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
@@ -153,6 +153,11 @@ function defined<T extends object>(o: T | undefined): Partial<T> {
 
 /** All of workcell's tools for one workspace root. */
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): AnyTool[] {
+  // Errors raised by the factories it calls name createCodingTools, the function the host called.
+  return asPartOf("createCodingTools", () => codingTools(root, options));
+}
+
+function codingTools(root: string, options: CodingToolsOptions): AnyTool[] {
   // The whole tree is checked first, so an error names the full path (processes.sandox).
   checkOptions("createCodingTools", CODING_TOOLS_OPTIONS, options);
   // The approval options go to every tool, with one session for the set (remembered grants).

@@ -7,7 +7,7 @@ import { binding, callCore, fromThrown, openWorkspace } from "./native.js";
 import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { SANDBOX_OPTIONS, sandboxOptions, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, factoryName, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { checkSchema, type JsonSchema } from "./schema.js";
 import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec } from "./approval.js";
 import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
@@ -171,7 +171,7 @@ type CoreProcessOutput = Omit<ProcessOutput, "sandbox" | "denials"> & { sandbox:
 
 /** Creates the five process-session tools for one workspace root, sharing one process table. */
 export function createProcessTools(root: string, options: ProcessToolsOptions = {}): AnyTool[] {
-  const T = "createProcessTools";
+  const T = factoryName("createProcessTools");
   checkOptions(T, PROCESS_TOOLS_OPTIONS, options);
   const ws = openWorkspace(root);
   const timeoutMs = integer("timeoutMs", options.timeoutMs, 1, MAX_MS) ?? PROCESS_TOOLS_DEFAULTS.timeoutMs;

@@ -8,7 +8,7 @@ import { SANDBOX_OPTIONS, listenPorts, describeSandbox, describeSandboxCompact, 
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_COMMAND_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, factoryName, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export interface RunCommandInput {
@@ -235,7 +235,7 @@ function describe(
 
 /** Creates the `run_command` tool for one workspace root. */
 export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): Tool<RunCommandInput, RunCommandOutput> {
-  const T = "createRunCommandTool";
+  const T = factoryName("createRunCommandTool");
   checkOptions(T, RUN_COMMAND_OPTIONS, options);
   const ws = openWorkspace(root);
   const timeoutMs = options.timeoutMs ?? RUN_COMMAND_DEFAULTS.timeoutMs;

@@ -9,7 +9,7 @@ import { SANDBOX_OPTIONS, listenPorts, SANDBOX_SAID_BY, describeSandbox, describ
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { RUN_TESTS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { Tool, ToolContext } from "./tool.js";
-import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
+import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, factoryName, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
 export type TestRunner = "vitest" | "node" | "go" | "cargo";
@@ -184,7 +184,7 @@ interface NativeRunTestsOptions {
 
 /** Creates the `run_tests` tool for one workspace root. */
 export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): Tool<RunTestsInput, RunTestsOutput> {
-  const T = "createRunTestsTool";
+  const T = factoryName("createRunTestsTool");
   checkOptions(T, RUN_TESTS_OPTIONS, options);
   const ws = openWorkspace(root);
   const timeoutMs = options.timeoutMs ?? RUN_TESTS_DEFAULTS.timeoutMs;

@@ -13,7 +13,6 @@ import {
   ErrorCode as McpErrorCode,
   JSONRPCMessageSchema,
   ListToolsRequestSchema,
-  McpError,
   type CallToolResult,
   type Implementation,
   type JSONRPCMessage,
@@ -197,6 +196,15 @@ function packageVersion(): string {
 }
 
 /**
+ * A JSON-RPC error for the SDK to answer with: `code` and the bare `message`. The SDK's
+ * `McpError` writes "MCP error CODE: " into its own message, the SDK sends that message as is,
+ * and the client's `McpError` adds the prefix again ("MCP error -32602: MCP error -32602: ...").
+ */
+function protocolError(code: number, message: string): Error & { code: number } {
+  return Object.assign(new Error(message), { code });
+}
+
+/**
  * Creates an MCP server (not yet connected) exposing `tools`:
  * - `tools/list` gives each tool's name, title, description, JSON Schema and annotations;
  * - `tools/list` also gives each tool's `outputSchema` (the tool's own) and, for a tool with
@@ -264,7 +272,7 @@ export function createMcpServer(
     const { name, arguments: args } = request.params;
     const tool = registry.get(name);
     if (!tool) {
-      throw new McpError(
+      throw protocolError(
         McpErrorCode.InvalidParams,
         `no tool is named ${JSON.stringify(name)}; call one of: ${registry.list().map((t) => t.name).join(", ")}`,
       );
@@ -272,10 +280,10 @@ export function createMcpServer(
     const structured = tool.outputSchema !== undefined;
     if (request.params.task !== undefined) {
       if (!canTask(tool) || taskStore === undefined || extra.taskStore === undefined) {
-        throw new McpError(McpErrorCode.InvalidParams, `${name} does not run as a task; call it without "task"`);
+        throw protocolError(McpErrorCode.InvalidParams, `${name} does not run as a task; call it without "task"`);
       }
       if (taskStore.running.size >= maxRunningTasks) {
-        throw new McpError(
+        throw protocolError(
           McpErrorCode.InvalidRequest,
           `${maxRunningTasks} tasks are already running, the most this server runs at once; wait for one to finish or cancel one (tasks/cancel)`,
         );
