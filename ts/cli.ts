@@ -270,7 +270,7 @@ async function loadAdapter(): Promise<typeof import("./adapters/mcp.js") | undef
   try {
     return await import("./adapters/mcp.js");
   } catch (err) {
-    if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@modelcontextprotocol/sdk")) {
+    if ((err as { code?: string }).code === "WORKCELL_PEER_MISSING") {
       process.stderr.write(
         "workcell: `workcell mcp` needs the MCP SDK, an optional peer dependency: npm install @modelcontextprotocol/sdk\n",
       );

@@ -7,15 +7,23 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import { isIP, type Socket } from "node:net";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { isInitializeRequest, type Implementation, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { StreamableHTTPServerTransport as HttpTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { Implementation, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { createCodingTools, type CodingToolsOptions } from "../coding.js";
 import { checkOptions } from "../options.js";
 import type { AnyTool } from "../tool.js";
 // MCP_HTTP_OPTIONS is defined in mcp.ts beside MCP_SERVER_OPTIONS (mcp.ts re-exports this
 // module, so a constant read from it here at load time would not be initialized yet).
 import { MCP_HTTP_OPTIONS, createMcpServer, pendingCalls } from "./mcp.js";
+import { requirePeer } from "./peer.js";
+
+const { StreamableHTTPServerTransport } = requirePeer<typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js")>(
+  "@modelcontextprotocol/sdk/server/streamableHttp.js",
+  "workcell/mcp",
+  "@modelcontextprotocol/sdk",
+);
+const { isInitializeRequest } = requirePeer<typeof import("@modelcontextprotocol/sdk/types.js")>("@modelcontextprotocol/sdk/types.js", "workcell/mcp", "@modelcontextprotocol/sdk");
 
 /** Default of `idleTimeoutMs`: a session with no request and no running call for 15 minutes is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 900_000;
@@ -94,7 +102,7 @@ export interface McpHttpServer {
 
 interface Session {
   id: string;
-  transport: StreamableHTTPServerTransport;
+  transport: HttpTransport;
   server: Server;
   tools: readonly AnyTool[];
   lastSeen: number;

@@ -4,24 +4,19 @@
 // `workcell mcp` command, which serves `createCodingTools(root)` over stdio (through
 // `McpStdioTransport`, which answers malformed frames instead of closing or going silent).
 import { readFileSync } from "node:fs";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  CallToolRequestSchema,
-  ErrorCode as McpErrorCode,
-  JSONRPCMessageSchema,
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type Implementation,
-  type JSONRPCMessage,
-  type Request as McpRequest,
-  type RequestId as McpRequestId,
-  type Result as McpResult,
-  type Task as McpTask,
-  type Tool as McpTool,
-  type ToolAnnotations,
+import type {
+  CallToolResult,
+  Implementation,
+  JSONRPCMessage,
+  Request as McpRequest,
+  RequestId as McpRequestId,
+  Result as McpResult,
+  Task as McpTask,
+  Tool as McpTool,
+  ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "../registry.js";
 import { effectOf, type ToolEffect } from "../tool.js";
@@ -32,6 +27,21 @@ import { OPTION_SPECS, checkOptions, option, type OptionSpecOf } from "../option
 import "../coding.js";
 import type { ApprovalAnswer, ApprovalRequest, Approve } from "../approval.js";
 import { ErrorCode, ToolError } from "../errors.js";
+import { requirePeer } from "./peer.js";
+
+// The MCP SDK: a missing one is an Error saying to install it, when this module loads.
+const { Server: SdkServer } = requirePeer<typeof import("@modelcontextprotocol/sdk/server/index.js")>("@modelcontextprotocol/sdk/server/index.js", "workcell/mcp", "@modelcontextprotocol/sdk");
+const { InMemoryTaskStore } = requirePeer<typeof import("@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js")>(
+  "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js",
+  "workcell/mcp",
+  "@modelcontextprotocol/sdk",
+);
+const {
+  CallToolRequestSchema,
+  ErrorCode: McpErrorCode,
+  JSONRPCMessageSchema,
+  ListToolsRequestSchema,
+} = requirePeer<typeof import("@modelcontextprotocol/sdk/types.js")>("@modelcontextprotocol/sdk/types.js", "workcell/mcp", "@modelcontextprotocol/sdk");
 
 export type { ToolsInput };
 
@@ -239,7 +249,7 @@ export function createMcpServer(
     throw new TypeError("workcell: createMcpServer options.maxRunningTasks must be a positive integer");
   }
   const taskStore = tasks ? new AbortingTaskStore() : undefined;
-  const server = new Server(info, {
+  const server = new SdkServer(info, {
     capabilities: {
       tools: {},
       ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
