@@ -8,6 +8,10 @@ import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, toPreview, type WriteSpec } from "./approval.js";
 
+/**
+ * The input of apply_patch: `patch` in the format OpenAI's models write, and the hash each file
+ * must still have.
+ */
 export interface ApplyPatchInput {
   /** The patch text, from `*** Begin Patch` to `*** End Patch`. */
   patch: string;
@@ -15,6 +19,7 @@ export interface ApplyPatchInput {
   expectedHashes?: Record<string, string>;
 }
 
+/** One file of an applied patch: its path, what was done to it, where it moved, its new size. */
 export interface PatchedFile {
   /** The path as the patch names it (normalized). */
   path: string;
@@ -25,6 +30,10 @@ export interface PatchedFile {
   bytes?: number;
 }
 
+/**
+ * The result of apply_patch: each file changed, the unified diff of the whole change, and a note
+ * when a hunk matched loosely.
+ */
 export interface ApplyPatchOutput {
   files: PatchedFile[];
   /** Unified diff of every file (LF, 3 lines of context), cut at 8 KiB with a note; `diff omitted` for a change too large to diff. */
@@ -35,8 +44,13 @@ export interface ApplyPatchOutput {
 
 /** Largest patch accepted, in UTF-8 bytes, and most files per patch. */
 export const MAX_PATCH_BYTES = 262_144;
+/** The most files one patch may touch (100). */
 export const MAX_PATCH_FILES = 100;
 
+/**
+ * Options of `createApplyPatchTool` (and `applyPatch` of `createCodingTools`): the write guard,
+ * approval, `maxContentBytes`.
+ */
 export interface ApplyPatchToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest file a patch may produce or update, in UTF-8 bytes (default 65,536, write_file's limit; at most 16 MiB). */
   maxContentBytes?: number;

@@ -55,23 +55,39 @@ export type { RunCommandInput, RunCommandOutput, RunCommandToolOptions } from ".
 export { createRunTestsTool } from "./run-tests.js";
 export type { RunTestsInput, RunTestsOutput, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
 
+/**
+ * Options of `createCodingTools`: one group per tool, `guard` and `processes` shared by the writing
+ * and the process tools, and the approval options, passed to every tool.
+ */
 export interface CodingToolsOptions extends CommonToolOptions {
+  /** read_file's options. */
   read?: ReadToolOptions;
+  /** write_file's options (over `guard`). */
   write?: WriteToolOptions;
+  /** edit_file's options (over `guard`). */
   edit?: EditToolOptions;
+  /** apply_patch's options (over `guard`). */
   applyPatch?: ApplyPatchToolOptions;
+  /** move_file's options (over `guard`). */
   moveFile?: FileOpsToolOptions;
+  /** delete_file's options (over `guard`). */
   deleteFile?: FileOpsToolOptions;
+  /** make_directory's options (over `guard`). */
   makeDirectory?: FileOpsToolOptions;
   /**
    * The write guard of every writing tool (write_file, edit_file, apply_patch, move_file,
    * delete_file, make_directory); a tool's own options override it.
    */
   guard?: WriteGuardOptions;
+  /** list_files' options. */
   list?: ListToolOptions;
+  /** search_files' options. */
   search?: SearchToolOptions;
+  /** node_process's options (over `processes`). */
   nodeProcess?: NodeProcessToolOptions;
+  /** run_command's options (over `processes`). */
   runCommand?: RunCommandToolOptions;
+  /** run_tests' options (over `processes`). */
   runTests?: RunTestsToolOptions;
   /** The process sessions (start_process, read_process, write_process, stop_process, list_processes). */
   sessions?: ProcessToolsOptions;

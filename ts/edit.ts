@@ -8,6 +8,10 @@ import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGu
 import { DEFAULT_MAX_WRITE_BYTES, MAX_CONTENT_BYTES_OPTION } from "./write.js";
 import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
+/**
+ * The input of edit_file: the path, the exact replacements (each `oldText` once in the file) and
+ * the hash the file must still have.
+ */
 export interface EditInput {
   path: string;
   edits: { oldText: string; newText: string }[];
@@ -15,6 +19,7 @@ export interface EditInput {
   expectedHash?: string;
 }
 
+/** The result of edit_file: the path, the number of edits, the new size and the unified diff. */
 export interface EditOutput {
   /** The normalized path, as given. */
   path: string;
@@ -29,6 +34,10 @@ export interface EditOutput {
 /** Most edits in one call. */
 export const MAX_EDITS = 50;
 
+/**
+ * Options of `createEditTool` (and `edit` of `createCodingTools`): the write guard, approval,
+ * `maxContentBytes`.
+ */
 export interface EditToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest file edited and largest result, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;

@@ -9,34 +9,44 @@ import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptio
 import { Gate, attachHooks, hashList, toPreview, type WriteSpec } from "./approval.js";
 
 
+/** The input of move_file: `from`, `to`, and `overwrite` to replace an existing `to`. */
 export interface MoveFileInput {
   from: string;
   to: string;
   /** Replace what is at `to` (default false: FILE_EXISTS). */
   overwrite?: boolean;
 }
+/** The result of move_file: both names, and whether an existing `to` was replaced. */
 export interface MoveFileOutput {
   from: string;
   to: string;
   /** Whether something at `to` was replaced. */
   replaced: boolean;
 }
+/** The input of delete_file: the path of a file, a symlink or an empty directory. */
 export interface DeleteFileInput {
   path: string;
 }
+/** The result of delete_file: the path and the kind of what was removed. */
 export interface DeleteFileOutput {
   path: string;
   kind: "file" | "symlink" | "directory";
 }
+/** The input of make_directory: the directory to create, with its missing parents. */
 export interface MakeDirectoryInput {
   path: string;
 }
+/** The result of make_directory: the path, and whether it was created (`false`: it existed). */
 export interface MakeDirectoryOutput {
   path: string;
   /** Whether the directory did not exist before. */
   created: boolean;
 }
 
+/**
+ * Options of `createMoveFileTool`, `createDeleteFileTool` and `createMakeDirectoryTool`: the write
+ * guard and approval.
+ */
 export interface FileOpsToolOptions extends WriteGuardOptions, CommonToolOptions {}
 
 const FILE_OPS_SPEC = {

@@ -6,6 +6,9 @@ import { pathProperty, validatePath } from "./paths.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
+/**
+ * The input of list_files: the directory (default the root), the depth (1-10) and the most entries.
+ */
 export interface ListInput {
   /** The directory to list; the workspace root when absent. */
   path?: string;
@@ -17,6 +20,7 @@ export interface ListInput {
   gitignore?: boolean;
 }
 
+/** The result of list_files: the entries, whether the list was cut, what was not shown and why. */
 export interface ListOutput {
   /** The listed directory, normalized (`.` for the root). */
   path: string;
@@ -33,6 +37,7 @@ export interface ListOutput {
   note?: string;
 }
 
+/** Options of `createListTool` (and `list` of `createCodingTools`). */
 export interface ListToolOptions extends CommonToolOptions {}
 
 /** The options of createListTool (see ts/options.ts). */

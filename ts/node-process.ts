@@ -6,6 +6,7 @@ import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
+/** The input of node_process: the script's source and its arguments (`process.argv.slice(1)`). */
 export interface NodeProcessInput {
   /** CommonJS source, at most 32,768 UTF-8 bytes. */
   source: string;
@@ -15,6 +16,10 @@ export interface NodeProcessInput {
   grants?: Grants;
 }
 
+/**
+ * The result of node_process: exit code or signal, the kept output of each stream and whether it
+ * was cut, the duration, and what confined it.
+ */
 export interface NodeProcessOutput {
   exitCode: number | null;
   signal: string | null;
@@ -35,6 +40,10 @@ export interface NodeProcessOutput {
   network?: NetworkCounts;
 }
 
+/**
+ * Options of `createNodeProcessTool` (and `nodeProcess` of `createCodingTools`): timeout, output
+ * caps, environment, the sandbox, approval.
+ */
 export interface NodeProcessToolOptions extends SandboxToolOptions, CommonToolOptions {
   /** Time the script may run, from its spawn (default 500 ms). */
   timeoutMs?: number;

@@ -13,6 +13,10 @@ import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec }
 import { LIST_PROCESSES_OUTPUT_SCHEMA, PROCESS_OUTPUT_SCHEMA, WRITE_PROCESS_OUTPUT_SCHEMA } from "./output-schemas.js";
 import type { AnyTool, Tool, ToolContext, ToolEffect } from "./tool.js";
 
+/**
+ * Options of `createProcessTools` (and `sessions` of `createCodingTools`): the command policy, the
+ * sandbox, ports, how many processes and for how long, approval.
+ */
 export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /** Host variables the processes may see (as run_command's `inheritEnv`). */
   inheritEnv?: readonly string[];
@@ -34,6 +38,7 @@ export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, 
 
 export const PROCESS_TOOLS_DEFAULTS = { timeoutMs: 1_800_000, maxTimeoutMs: 3_600_000, maxProcesses: 8 } as const;
 
+/** A watched keyword seen in a process's output, with the line it was in. */
 export interface ProcessAlert {
   keyword: string;
   line: string;
@@ -62,6 +67,10 @@ export interface ProcessOutput {
   denials?: { kind: "write" | "read" | "network"; path?: string }[];
 }
 
+/**
+ * The input of start_process: the argv, working directory, terminal, life time, what to wait for,
+ * ports, watched keywords and grants.
+ */
 export interface StartProcessInput {
   argv: string[];
   cwd?: string;
@@ -74,21 +83,28 @@ export interface StartProcessInput {
   /** More than the tools' sandbox options, for this process only (approved; contract §12). */
   grants?: Grants;
 }
+/** The input of read_process: the process id, where to read from, and what to wait for. */
 export interface ReadProcessInput {
   id: string;
   cursor?: number;
   waitFor?: string;
   waitMs?: number;
 }
+/**
+ * The input of write_process: the process id, the text to write to its stdin, and whether to close
+ * it.
+ */
 export interface WriteProcessInput {
   id: string;
   input: string;
   closeStdin?: boolean;
 }
+/** The input of stop_process: the process id and the signal (SIGTERM by default). */
 export interface StopProcessInput {
   id: string;
   signal?: "SIGTERM" | "SIGINT" | "SIGKILL";
 }
+/** One process of list_processes: its id, argv, whether it runs, how it ended, when it started. */
 export interface ProcessInfo {
   id: string;
   argv: string[];

@@ -6,6 +6,7 @@ import { WORKSPACE_ROOT, type Tool, type ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 
+/** The input of read_file: the path, and for a window of lines `offset` (1-based) and `limit`. */
 export interface ReadInput {
   path: string;
   /** First line of a window, from 1. With `offset` or `limit`, a window of lines is read. */
@@ -43,6 +44,7 @@ export interface ReadOutput {
 export { isImageOutput, MAX_IMAGE_BYTES, type ReadImageOutput } from "./image.js";
 import type { ReadImageOutput } from "./image.js";
 
+/** Options of `createReadTool` (and `read` of `createCodingTools`). */
 export interface ReadToolOptions extends CommonToolOptions {}
 
 /** The options of createReadTool (see ts/options.ts). */

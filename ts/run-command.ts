@@ -11,6 +11,10 @@ import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, factoryName, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
+/**
+ * The input of run_command: the argv (no shell unless it names one), the working directory and the
+ * timeout.
+ */
 export interface RunCommandInput {
   /** The program (a bare name found on PATH) and its arguments: 1 to 64 strings. */
   argv: string[];
@@ -22,6 +26,10 @@ export interface RunCommandInput {
   grants?: Grants;
 }
 
+/**
+ * The result of run_command: exit code or signal, the merged output (head and tail kept), the
+ * duration, and what confined it.
+ */
 export interface RunCommandOutput {
   exitCode: number | null;
   signal: string | null;
@@ -46,6 +54,10 @@ export interface RunCommandOutput {
   network?: NetworkCounts;
 }
 
+/**
+ * Options of `createRunCommandTool` (and `runCommand` of `createCodingTools`): the command policy,
+ * environment, timeouts, output caps, the sandbox, approval.
+ */
 export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /**
    * Names of host environment variables the command may see (read at call time; absent names

@@ -12,8 +12,10 @@ import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, factoryName, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 
+/** The test runners run_tests knows. */
 export type TestRunner = "vitest" | "node" | "go" | "cargo";
 
+/** The input of run_tests: the runner, the arguments that select tests, and the timeout. */
 export interface RunTestsInput {
   runner: TestRunner;
   /** Package patterns, file filters, name filters (checked per runner). */
@@ -24,6 +26,10 @@ export interface RunTestsInput {
   grants?: Grants;
 }
 
+/**
+ * A failing test: its name, its file when known, and its output (cut keeping the start and the
+ * end).
+ */
 export interface TestFailure {
   name: string;
   file?: string;
@@ -31,6 +37,10 @@ export interface TestFailure {
   output: string;
 }
 
+/**
+ * The result of run_tests: the verdict, the counts, the failures with their output, the report, and
+ * what confined the run.
+ */
 export interface RunTestsOutput {
   /**
    * The verdict: "passed" only when the runner exited with code 0, nothing failed and the
@@ -88,6 +98,10 @@ export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions, 
   goModCache?: string;
   /** Where the per-call scratch directories are created (default `os.tmpdir()`); outside the workspace. */
   scratchDir?: string;
+  /**
+   * How child exits are observed: a pidfd (Linux 5.3+), a thread blocked in `waitid`, or `"auto"`
+   * (default: pidfd where there is one).
+   */
   reaper?: "auto" | "pidfd" | "thread";
 }
 

@@ -93,10 +93,18 @@ export interface NetworkCounts {
   refused: number;
 }
 
+/**
+ * A system with fewer sandbox features than this one (`sandboxFeatures`): each `false` or `null`
+ * takes a feature away, for tests and diagnostics.
+ */
 export interface SandboxFeatureOverride {
+  /** The highest Landlock ABI to use; `null`: a kernel without Landlock. */
   landlockAbi?: number | null;
+  /** `false`: a system without PID namespaces. */
   pidNamespace?: boolean;
+  /** `false`: a system without unprivileged user namespaces. */
   userNamespace?: boolean;
+  /** `false`: a system where a private `/proc` cannot be mounted. */
   procMount?: boolean;
   /** `false`: a system where the host can create no cgroup. */
   cgroups?: boolean;

@@ -7,6 +7,10 @@ import { validateStartPath } from "./list.js";
 import type { Tool, ToolContext } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonToolOptions, type OptionSpecOf } from "./options.js";
 
+/**
+ * The input of search_files: the pattern (a regex unless `literal`), where to search, a glob, case
+ * and the most matches.
+ */
 export interface SearchInput {
   /** A regular expression (Rust regex syntax), or plain text with `literal: true`. */
   pattern: string;
@@ -20,6 +24,10 @@ export interface SearchInput {
   limit?: number;
 }
 
+/**
+ * The result of search_files: the matches (`path:line: text`), whether they were cut, how many
+ * files were searched, and a note.
+ */
 export interface SearchOutput {
   /** `path:line: text`, in tree order; text cut at 500 characters (with `…`). */
   matches: string[];
@@ -34,6 +42,7 @@ export interface SearchOutput {
   note?: string;
 }
 
+/** Options of `createSearchTool` (and `search` of `createCodingTools`). */
 export interface SearchToolOptions extends CommonToolOptions {
   /** Leave out files that .gitignore ignores (and `.git`). Default true. */
   gitignore?: boolean;

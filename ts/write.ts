@@ -7,6 +7,9 @@ import { COMMON_TOOL_OPTIONS, checkOptions, declareOptions, option, type CommonT
 import { COMPACT_EXPECTED_HASH, GUARD_OPTIONS, expectedHashProperty, makeWriteGuard, type WriteGuardOptions } from "./guard.js";
 import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } from "./approval.js";
 
+/**
+ * The input of write_file: the path, the whole new content, and the hash the file must still have.
+ */
 export interface WriteInput {
   path: string;
   content: string;
@@ -14,6 +17,7 @@ export interface WriteInput {
   expectedHash?: string;
 }
 
+/** The result of write_file: the path, the bytes written, and whether the file was created. */
 export interface WriteOutput {
   /** The normalized path, as given (a symlink's own name when writing through it). */
   path: string;
@@ -27,6 +31,10 @@ export interface WriteOutput {
 export const DEFAULT_MAX_WRITE_BYTES: number = binding.MAX_WRITE_BYTES;
 const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
+/**
+ * Options of `createWriteTool` (and `write` of `createCodingTools`): the write guard, approval,
+ * `maxContentBytes`.
+ */
 export interface WriteToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest content accepted, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;
