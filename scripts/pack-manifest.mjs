@@ -4,10 +4,14 @@
 //   node scripts/pack-manifest.mjs restore   (postpack)
 //
 // strip makes sure the build is there and no older than its sources (building what is missing
-// or stale), then writes package.json without `prepare`: that script builds a source checkout,
-// and in a packed package it would only make npm warn about an install script on every tarball
-// install (a tarball has the build already). The original is kept beside it and put back by
-// restore (and by the next strip, should a pack have been interrupted).
+// or stale), then writes package.json without `scripts` and `devDependencies`: they serve a
+// source checkout only (`prepare` builds one, and in a packed package it would make npm warn
+// about an install script on every tarball install; a tarball has the build already). The
+// original is kept beside it and put back by restore (and by the next strip, should a pack have
+// been interrupted). Under `npm publish`, restore leaves the stripped manifest in place: npm
+// reads package.json again after packing and sends that to the registry, so the registry's
+// copy matches the tarball's; `node scripts/pack-manifest.mjs restore` (or the next pack) puts
+// the original back.
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -39,7 +43,11 @@ function restore() {
 
 const mode = process.argv[2];
 if (mode === "restore") {
-  restore();
+  if (process.env.npm_command === "publish" && process.env.npm_lifecycle_event === "postpack") {
+    console.error("workcell: package.json stays stripped for the registry; `node scripts/pack-manifest.mjs restore` puts it back");
+  } else {
+    restore();
+  }
 } else if (mode === "strip") {
   restore();
   const pkg = JSON.parse(readFileSync(PKG, "utf8"));
@@ -58,7 +66,8 @@ if (mode === "restore") {
   }
   // package.json is never missing or half-written meanwhile: copy, then rename over it.
   copyFileSync(PKG, KEPT);
-  delete pkg.scripts.prepare;
+  delete pkg.scripts;
+  delete pkg.devDependencies;
   writeFileSync(`${PKG}.tmp`, `${JSON.stringify(pkg, null, 2)}\n`);
   renameSync(`${PKG}.tmp`, PKG);
 } else {

@@ -173,6 +173,23 @@ describe("createMcpServer", () => {
     expect((err as McpError).message).toContain("read_file");
   });
 
+  test("a refused call's MCP error says its prefix once", async () => {
+    const { root } = await workspaceWithFile();
+    const client = await connect(createMcpServer(createCodingTools(root)));
+    const messages: string[] = [];
+    const refused = async (call: Promise<unknown>) => {
+      const err = await call.then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(McpError);
+      messages.push((err as McpError).message);
+    };
+    await refused(client.callTool({ name: "rm_rf", arguments: {} }));
+    await refused(client.callTool({ name: "read_file", arguments: { path: "a.txt" }, task: { ttl: 1000 } }));
+    await refused(client.request({ method: "tools/call", params: { arguments: {} } } as never, CreateTaskResultSchema));
+    expect(messages[0]).toMatch(/^MCP error -32602: no tool is named "rm_rf"; call one of: read_file, /);
+    expect(messages[1]).toMatch(/^MCP error -32602: read_file does not run as a task/);
+    for (const m of messages) expect(m.match(/MCP error/g), m).toHaveLength(1);
+  });
+
   test("a client's cancellation reaches the tool's AbortSignal", async () => {
     const { tool, state } = slowTool();
     const client = await connect(createMcpServer([tool]));

@@ -196,8 +196,15 @@ describe("workcell mcp over stdio", () => {
 });
 
 describe("workcell mcp flags", () => {
-  test("--root is required; --timeout-ms and --network become the process tools' options", () => {
-    expect(() => parseMcpArgs([])).toThrow(/--root DIR is required/);
+  test("the workspace is required, as DIR or --root DIR, once", () => {
+    expect(() => parseMcpArgs([])).toThrow(/the workspace DIR \(or --root DIR\) is required/);
+    expect(parseMcpArgs(["/tmp"])).toEqual({ root: "/tmp", options: {} });
+    expect(parseMcpArgs(["/tmp", "--network"])).toEqual({ root: "/tmp", options: { processes: { network: true } } });
+    expect(() => parseMcpArgs(["/tmp", "/var"])).toThrow(/unexpected argument "\/var": give the workspace once/);
+    expect(() => parseMcpArgs(["--root", "/tmp", "/var"])).toThrow(/unexpected argument "\/var"/);
+  });
+
+  test("--timeout-ms and --network become the process tools' options", () => {
     expect(() => parseMcpArgs(["--root", "/tmp", "--timeout-ms", "0"])).toThrow(/--timeout-ms/);
     expect(() => parseMcpArgs(["--root", "/tmp", "--timeout-ms", "1e3"])).toThrow(/--timeout-ms/);
     expect(() => parseMcpArgs(["--root", "/tmp", "--bogus"])).toThrow();
@@ -241,6 +248,41 @@ describe("workcell mcp flags", () => {
     expect(off.output).toContain("TOP-SECRET-VALUE");
   });
 
+  test("`workcell mcp DIR` serves DIR, and says at start what the sandbox will enforce", async () => {
+    const { root } = await prepare();
+    const { client, stderr } = await start([root]);
+    const listed = await client.listTools();
+    expect(listed.tools.map((t) => t.name)).toContain("read_file");
+    const read = await client.callTool({ name: "read_file", arguments: { path: "src/a.txt" } });
+    expect(JSON.parse(text(read)).content).toBe("alpha\n");
+    expect(await waitFor(() => /workcell mcp: sandbox auto: files /.test(stderr()))).toBe(true);
+  });
+
+  test("`workcell mcp --help` prints the usage and exits 0; an error is one line naming the flag and where to look", () => {
+    const run = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input: "" });
+    for (const flag of ["--help", "-h"]) {
+      const help = run("mcp", flag);
+      expect(help.status).toBe(0);
+      expect(help.stdout).toContain("workcell mcp DIR");
+      expect(help.stderr).toBe("");
+    }
+    const bad = run("mcp", "/tmp", "--timeout-ms", "soon");
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toBe('workcell: --timeout-ms must be a positive whole number of milliseconds (got "soon") (see workcell mcp --help)\n');
+    const typo = run("mcp", "/tmp", "--netwrok");
+    expect(typo.stderr).toBe("workcell: --netwrok: unknown option; did you mean --network? (see workcell mcp --help)\n");
+    // The --http settings are named as the flags a person typed, never as the options of the
+    // function behind them.
+    const env = { ...process.env, WORKCELL_MCP_TOKEN: "short" };
+    const token = spawnSync(process.execPath, [BIN, "mcp", "--http", "127.0.0.1:0", "/tmp"], { encoding: "utf8", input: "", env });
+    expect(token.status).toBe(2);
+    expect(token.stderr).toMatch(/^workcell: WORKCELL_MCP_TOKEN: the token must be at least 16 characters .*\(see workcell mcp --help\)\n$/);
+    const open = spawnSync(process.execPath, [BIN, "mcp", "--http", "0.0.0.0:0", "/tmp"], { encoding: "utf8", input: "", env: { ...env, WORKCELL_MCP_TOKEN: "x".repeat(32) } });
+    expect(open.status).toBe(2);
+    expect(open.stderr).toBe("workcell: --http 0.0.0.0 is not a loopback address: add --public to serve the workspace to the network (see workcell mcp --help)\n");
+    for (const r of [bad, typo, token, open]) expect(r.stderr).not.toMatch(/createMcpHttpServer|options\.|public: true|usage:/);
+  });
+
   test("bad command lines exit non-zero with a message and the usage", async () => {
     const { parent } = await tempWorkspace();
     const run = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", input: "" });
@@ -250,12 +292,12 @@ describe("workcell mcp flags", () => {
     expect(missing.stdout).toBe("");
     const noRoot = run("mcp");
     expect(noRoot.status).toBe(2);
-    expect(noRoot.stderr).toContain("usage:");
+    expect(noRoot.stderr).toBe("workcell: the workspace DIR (or --root DIR) is required: the directory the tools may act on (see workcell mcp --help)\n");
     expect(run("frobnicate").status).toBe(2);
     expect(run().status).toBe(2);
     const help = run("--help");
     expect(help.status).toBe(0);
-    expect(help.stdout).toContain("workcell mcp --root DIR");
+    expect(help.stdout).toContain("workcell mcp DIR");
     const version = run("--version");
     expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version);
   });

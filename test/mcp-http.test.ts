@@ -375,6 +375,8 @@ describe("workcell mcp over Streamable HTTP", () => {
     expect(await exited).toBe(0);
     expect(await processesWith(marker)).toEqual([]);
     expect(stderr()).toMatch(/stopped \(SIGTERM\)/);
+    // At start it said what the sandbox enforces here, layer by layer.
+    expect(stderr()).toMatch(/\nworkcell mcp: sandbox auto: files (confined \(Landlock ABI \d+\)|NOT confined).*, (TCP blocked|TCP NOT blocked).*, processes in /);
     // The call still running was answered with an error, not left waiting.
     expect(String(await call)).toMatch(/server closed; the call was cancelled/);
     await expect(fetch(url, { method: "POST", body: INIT })).rejects.toThrow();

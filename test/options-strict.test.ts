@@ -132,7 +132,8 @@ function strictSuite(name: string, spec: OptionSpec, makeCall: () => Promise<Cal
       }
       it(`${full} of the wrong type or range is a TypeError naming ${full}`, async () => {
         const call = await makeCall();
-        for (const value of wrongValues(kind)) throwsType(call, nest(path, value), new RegExp(`${escape(full)} must be `));
+        // A bad element of an array is named by its index (`readPaths[0] must be ...`).
+        for (const value of wrongValues(kind)) throwsType(call, nest(path, value), new RegExp(`${escape(full)}(\\[\\d+\\])? must be `));
       });
       it(`${full} of the right kind is accepted`, async () => {
         const call = await makeCall();
@@ -234,5 +235,63 @@ describe("the examples of the contract", () => {
     expect(() => parseMcpArgs(["--root", "/tmp", "--netwrok"])).toThrow(/--netwrok: unknown option; did you mean --network\?/);
     expect(() => parseMcpArgs(["--root", "/tmp", "--read-paths", "/"])).toThrow(/did you mean --read-path\?/);
     expect(() => parseMcpArgs(["--root", "/tmp", "--timeout-ms", "x"])).toThrow(TypeError);
+  });
+});
+
+describe("an error names the entry at fault", () => {
+  /** The TypeError message `make` throws. */
+  function message(make: () => unknown): string {
+    try {
+      make();
+    } catch (err) {
+      expect(err).toBeInstanceOf(TypeError);
+      return (err as Error).message;
+    }
+    throw new Error("no error was thrown");
+  }
+
+  it("a bad element of an array option is named by its index and value", async () => {
+    const { root } = await tempWorkspace();
+    expect(message(() => workcell.createCodingTools(root, { processes: { readPaths: ["/tmp", "rel/dir"] } }))).toBe(
+      'workcell: createCodingTools: processes.readPaths[1] must be an absolute path (got "rel/dir")',
+    );
+    expect(message(() => workcell.createCodingTools(root, { sessions: { ports: [5173, 99999] } }))).toBe(
+      "workcell: createCodingTools: sessions.ports[1] must be an integer from 1 to 65535 (got 99999)",
+    );
+  });
+
+  it("a bad value of a name -> value option is named by its key", async () => {
+    const { root } = await tempWorkspace();
+    expect(message(() => workcell.createNodeProcessTool(root, { env: { LANG: "C", PORT: { value: 1 } } } as never))).toBe(
+      "workcell: createNodeProcessTool: env.PORT must be a string without NUL characters (got an object)",
+    );
+    expect(message(() => workcell.createNodeProcessTool(root, { env: ["NODE_ENV", 3] } as never))).toBe(
+      "workcell: createNodeProcessTool: env[1] must be a string (got 3)",
+    );
+  });
+
+  it("an unknown key inside a union's object is named with its nearest valid key", async () => {
+    const { root } = await tempWorkspace();
+    expect(message(() => workcell.createCodingTools(root, { processes: { network: { alow: ["npm"] } } } as never))).toBe(
+      "workcell: createCodingTools: processes.network.alow: unknown option; did you mean processes.network.allow?",
+    );
+  });
+
+  it("an error raised while createCodingTools builds its tools names createCodingTools", async () => {
+    const { root } = await tempWorkspace();
+    for (const options of [
+      { processes: { readPaths: ["/nonexistent-workcell-path"] } },
+      { processes: { sandbox: "off" as const, network: { allow: ["npm"] } } },
+      { processes: { network: { allow: ["https://example.com/x"] } } },
+    ]) {
+      const m = message(() => workcell.createCodingTools(root, options));
+      expect(m).toMatch(/^workcell: createCodingTools\b/);
+      expect(m).not.toMatch(/createProcessTools|createRunCommandTool|createNodeProcessTool|createRunTestsTool/);
+    }
+    expect(message(() => workcell.createCodingTools(root, { processes: { readPaths: ["/nonexistent-workcell-path"] } }))).toMatch(
+      /^workcell: createCodingTools: readPaths\[0\]: .*"\/nonexistent-workcell-path"/,
+    );
+    // Called on its own, a factory still names itself.
+    expect(message(() => workcell.createRunCommandTool(root, { readPaths: ["/nonexistent-workcell-path"] }))).toMatch(/^workcell: createRunCommandTool: readPaths\[0\]/);
   });
 });

@@ -10,7 +10,7 @@
 import { spawnSync, type SpawnSyncOptions } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { delimiter, join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
@@ -122,6 +122,89 @@ describe("the packed package, installed into a fresh project without cargo", { t
     // The per-platform packages are added at publish time only (napi pre-publish).
     expect(manifest.optionalDependencies).toBeUndefined();
     expect(manifest.dependencies).toBeUndefined();
+  });
+
+  test("the published manifest has no scripts or devDependencies, and says where the project lives", () => {
+    const manifest = JSON.parse(readFileSync(join(project, "node_modules", "workcell", "package.json"), "utf8"));
+    expect(manifest.scripts).toBeUndefined();
+    expect(manifest.devDependencies).toBeUndefined();
+    expect(manifest.repository).toMatchObject({ type: "git", url: expect.stringMatching(/^git\+https:\/\//) });
+    expect(manifest.homepage).toMatch(/^https:\/\//);
+    expect(manifest.bugs?.url).toMatch(/^https:\/\//);
+    expect(manifest.keywords).toEqual(expect.arrayContaining(["mcp", "sandbox", "ai-sdk"]));
+    // What the package needs at run time stays.
+    for (const key of ["exports", "bin", "peerDependencies", "peerDependenciesMeta", "engines", "typesVersions"]) expect(manifest[key], key).toBeDefined();
+  });
+
+  test("the docs ship with the package, and every relative link of its README and docs resolves inside it", () => {
+    const installed = join(project, "node_modules", "workcell");
+    const files = new Set(packed.map((f) => f.path));
+    const pages = [...files].filter((f) => f === "README.md" || /^docs\/[^/]+\.md$/.test(f));
+    expect(pages).toEqual(expect.arrayContaining(["README.md", "docs/README.md", "docs/security.md", "docs/cli.md"]));
+    const broken: string[] = [];
+    for (const page of pages) {
+      const prose = readFileSync(join(installed, page), "utf8").replace(/^```[\s\S]*?^```/gm, "").replace(/`[^`\n]*`/g, "``");
+      for (const [, link] of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(link!) || link!.startsWith("#")) continue;
+        const target = posix.normalize(posix.join(posix.dirname(page), link!.split("#")[0]!));
+        if (!files.has(target) && ![...files].some((f) => f.startsWith(`${target.replace(/\/$/, "")}/`))) broken.push(`${page}: ${link}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  test("the README's quick start, copied into the fresh project, runs first time", () => {
+    const readme = readFileSync(join(project, "node_modules", "workcell", "README.md"), "utf8");
+    const start = readme.indexOf("## Quick start");
+    const block = /```js\n([\s\S]*?)```/.exec(readme.slice(start))![1]!;
+    writeFileSync(join(project, "quickstart.mjs"), block);
+    const tmp = mkdtempSync(join(dir, "quickstart-tmp-"));
+    const r = run(process.execPath, ["quickstart.mjs"], { cwd: project, env: userEnv({ TMPDIR: tmp }) });
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('"content":"hello\\n"');
+    expect(r.stdout).toContain('"code":"TOOL_ARGUMENTS_INVALID"');
+  });
+
+  test("`npx workcell mcp DIR` serves DIR from the installed package", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+    const ws = mkdtempSync(join(dir, "served-"));
+    writeFileSync(join(ws, "a.txt"), "served\n");
+    const transport = new StdioClientTransport({
+      command: join(project, "node_modules", ".bin", "workcell"),
+      args: ["mcp", ws],
+      cwd: project,
+      env: userEnv() as Record<string, string>,
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "package-install", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      const r = (await client.callTool({ name: "read_file", arguments: { path: "a.txt" } })) as { content: { text: string }[] };
+      expect(JSON.parse(r.content[0]!.text).content).toBe("served\n");
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("node10 resolution (moduleResolution node) finds the subpath exports' types through typesVersions", () => {
+    writeFileSync(
+      join(project, "src", "node10.ts"),
+      `import { createCodingTools } from "workcell";
+import { toAISDKTools } from "workcell/ai";
+import { createMcpServer } from "workcell/mcp";
+import { toPiTools } from "workcell/pi";
+import { textEditor } from "workcell/anthropic";
+import { applyPatch } from "workcell/openai";
+export const all = [createCodingTools, toAISDKTools, createMcpServer, toPiTools, textEditor, applyPatch];
+`,
+    );
+    const compilerOptions = { strict: true, noEmit: true, target: "ES2022", types: ["node"], skipLibCheck: true, module: "CommonJS", moduleResolution: "node10" };
+    writeFileSync(join(project, "tsconfig.node10.json"), JSON.stringify({ compilerOptions, files: ["src/node10.ts"] }, null, 2));
+    const tsc = run(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.node10.json"], { cwd: project });
+    expect(tsc.stdout + tsc.stderr).toBe("");
+    expect(tsc.status).toBe(0);
   });
 
   test("no cargo on PATH here", () => {

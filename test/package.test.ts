@@ -19,6 +19,8 @@ function reachableSpecifiers(file: string, seen = new Set<string>(), found = new
     ...source.matchAll(/\b(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']/g),
     ...source.matchAll(/\bimport\s*["']([^"']+)["']/g),
     ...source.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g),
+    // The adapters load their optional peer dependency with requirePeer (ts/adapters/peer.ts).
+    ...source.matchAll(/\brequirePeer\(\s*["']([^"']+)["']/g),
   ].map((m) => m[1]!);
   for (const s of specifiers) {
     if (s.startsWith(".")) reachableSpecifiers(resolve(dirname(file), s), seen, found);

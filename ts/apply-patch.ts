@@ -11,12 +11,18 @@ import { Gate, attachHooks, toPreview, type WriteSpec } from "./approval.js";
 import type { ApplyPatchInput, ApplyPatchOutput } from "./generated/contract.js";
 export type { ApplyPatchInput, ApplyPatchOutput } from "./generated/contract.js";
 
+/** One file of an applied patch: its path, what was done to it, where it moved, its new size. */
 export type PatchedFile = ApplyPatchOutput["files"][number];
 
 /** Largest patch accepted, in UTF-8 bytes, and most files per patch. */
 export const MAX_PATCH_BYTES = 262_144;
+/** The most files one patch may touch (100). */
 export const MAX_PATCH_FILES = 100;
 
+/**
+ * Options of `createApplyPatchTool` (and `applyPatch` of `createCodingTools`): the write guard,
+ * approval, `maxContentBytes`.
+ */
 export interface ApplyPatchToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest file a patch may produce or update, in UTF-8 bytes (default 65,536, write_file's limit; at most 16 MiB). */
   maxContentBytes?: number;

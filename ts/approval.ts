@@ -100,6 +100,10 @@ export interface ApprovalRequest {
 /** What `approve` answers. `remember: "session"` keeps approved grants for the tool set. */
 export type ApprovalAnswer = boolean | { allow: boolean; reason?: string; remember?: "session" };
 
+/**
+ * Asks a person about a call: resolves `true`, `false` or `{ allow, reason?, remember? }`; a throw
+ * is a no. The signal aborts while waiting.
+ */
 export type Approve = (request: ApprovalRequest, context: { signal: AbortSignal }) => ApprovalAnswer | PromiseLike<ApprovalAnswer>;
 
 /** Which calls ask `approve`. */
@@ -145,9 +149,25 @@ export interface AuditEvent {
 
 /** The approval options every factory (and `createCodingTools`) takes. */
 export interface ApprovalOptions {
+  /**
+   * Asks a person about the calls `approvalFor` and `rules` say ask about (see {@link Approve});
+   * required where anything asks.
+   */
   approve?: Approve;
+  /**
+   * Which calls ask, by effect: `{ write?: "ask" | "allow", process?: "ask" | "allow", grant?:
+   * "ask" | "deny" }` (default allow, allow, deny).
+   */
   approvalFor?: ApprovalFor;
+  /**
+   * Rules matched before `approvalFor`, first match wins: `{ tool?, argv?, path?, decision: "allow"
+   * | "ask" | "deny" }`.
+   */
   rules?: readonly ApprovalRule[];
+  /**
+   * Called after every call of every tool with what happened (tool, effect, summary, decision,
+   * code, duration), never any content; a throw changes nothing.
+   */
   onAudit?: (event: AuditEvent) => void;
 }
 

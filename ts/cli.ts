@@ -1,6 +1,6 @@
 // The `workcell` command (bin/workcell.mjs runs `main`).
-//   workcell mcp --root DIR [options]   serve the tools over stdio MCP
-//   workcell mcp --http HOST:PORT --root DIR [options]   serve them over Streamable HTTP
+//   workcell mcp DIR [options]   serve the tools over stdio MCP (or --root DIR)
+//   workcell mcp --http HOST:PORT DIR [options]   serve them over Streamable HTTP
 //   workcell demo                                           a scripted agent session
 import { closeSync, fstatSync, openSync, readSync, constants as fsConstants } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
@@ -8,11 +8,13 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createCodingTools, type CodingToolsOptions } from "./coding.js";
 import { ToolError } from "./errors.js";
 import { nearestKey } from "./options.js";
+import { sandboxSupport } from "./sandbox.js";
 
-const USAGE = `usage:
-  workcell mcp --root DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
+const MCP_USAGE = `usage:
+  workcell mcp DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
                [--ask write,process] [--approve deny|allow]
       Serve workcell's tools for the workspace DIR to an MCP client over stdio.
+      DIR (or --root DIR) is required: a server never guesses its workspace.
       --network         let the processes the tools start use the network (blocked by default)
       --timeout-ms N    the timeout of the tools that start processes, in milliseconds
       --sandbox MODE    auto (default: confine as far as this system allows), required (refuse
@@ -24,7 +26,7 @@ const USAGE = `usage:
                         elicitation (the diff in the message) when the client supports it
       --approve ANSWER  the answer when the client cannot ask its user: deny (default) or allow
                         (grants are always denied without asking)
-  workcell mcp --http HOST:PORT --root DIR [--token-file F] [--allow-origin O]... [--public]
+  workcell mcp --http HOST:PORT DIR [--token-file F] [--allow-origin O]... [--public]
                [--idle-timeout S] [--max-sessions N] [--max-body-bytes N] [the options above]
       Serve the same tools over MCP's Streamable HTTP transport on http://HOST:PORT/mcp.
       Every request needs Authorization: Bearer TOKEN, the token read from --token-file F (a
@@ -34,12 +36,17 @@ const USAGE = `usage:
       --idle-timeout S  close a session idle for S seconds (default 900)
       --max-sessions N  at most N sessions at once, each with its own processes (default 32)
       --max-body-bytes N  the largest request body read (default 4194304)
+  At start the server logs (on stderr) what the sandbox will enforce on this system.
+  More in docs/cli.md (shipped in the package: node_modules/workcell/docs/cli.md).`;
+
+const USAGE = `${MCP_USAGE}
   workcell demo
       Run a scripted agent session against a fresh temporary workspace and print it.
   workcell --version | --help`;
 
-function fail(message: string): number {
-  process.stderr.write(`workcell: ${message}\n\n${USAGE}\n`);
+/** A bad command line: one line naming what was wrong and where to look; exit status 2. */
+function fail(message: string, help = "workcell --help"): number {
+  process.stderr.write(`workcell: ${message} (see ${help})\n`);
   return 2;
 }
 
@@ -50,7 +57,7 @@ export async function main(args: string[]): Promise<number> {
     case "mcp":
       return mcp(rest);
     case "demo": {
-      if (rest.length > 0) return fail(`demo takes no arguments (got ${rest.join(" ")})`);
+      if (rest.length > 0) return fail(`demo takes no arguments (got ${JSON.stringify(rest[0])})`);
       const { runDemo } = await import("./demo.js");
       await runDemo();
       return 0;
@@ -156,6 +163,7 @@ const MCP_FLAGS = {
   "max-body-bytes": { type: "string" },
   ask: { type: "string" },
   approve: { type: "string" },
+  help: { type: "boolean", short: "h" },
 } as const;
 
 /**
@@ -193,9 +201,13 @@ export function parseMcpApproval(args: string[]): McpApprovalArgs {
 /** Parses `mcp`'s flags into the root, the options of createCodingTools, the approval flags and `--http`'s settings. */
 export function parseMcpArgs(args: string[]): { root: string; options: CodingToolsOptions; approval?: McpApprovalArgs; http?: McpHttpArgs } {
   const { values, positionals } = parseFlags(args, MCP_FLAGS);
-  if (positionals.length > 0) throw new TypeError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  if (values.root === undefined || values.root === "") {
-    throw new TypeError("--root DIR is required: the workspace directory the tools may act on");
+  // The workspace: `workcell mcp DIR` or `--root DIR`, once.
+  if (positionals.length > 1 || (positionals.length === 1 && values.root !== undefined)) {
+    throw new TypeError(`unexpected argument ${JSON.stringify(positionals[values.root === undefined ? 1 : 0])}: give the workspace once, as DIR or --root DIR`);
+  }
+  const dir = values.root ?? positionals[0];
+  if (dir === undefined || dir === "") {
+    throw new TypeError("the workspace DIR (or --root DIR) is required: the directory the tools may act on");
   }
   const processes: NonNullable<CodingToolsOptions["processes"]> = {};
   const timeout = values["timeout-ms"];
@@ -220,7 +232,7 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
     }
     processes[key] = paths;
   }
-  const root = resolve(values.root);
+  const root = resolve(dir);
   const options: CodingToolsOptions = Object.keys(processes).length > 0 ? { processes } : {};
   const ask: ("write" | "process")[] = [];
   if (values.ask !== undefined) {
@@ -258,7 +270,7 @@ async function loadAdapter(): Promise<typeof import("./adapters/mcp-entry.js") |
   try {
     return await import("./adapters/mcp-entry.js");
   } catch (err) {
-    if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@modelcontextprotocol/sdk")) {
+    if ((err as { code?: string }).code === "WORKCELL_PEER_MISSING") {
       process.stderr.write(
         "workcell: `workcell mcp` needs the MCP SDK, an optional peer dependency: npm install @modelcontextprotocol/sdk\n",
       );
@@ -268,18 +280,51 @@ async function loadAdapter(): Promise<typeof import("./adapters/mcp-entry.js") |
   }
 }
 
+/**
+ * One line saying what the sandbox will enforce for the processes the tools start, on this
+ * system, in `mode` (from the kernel's features as the core probes them; each result's
+ * `sandbox` field reports what was enforced for that call).
+ */
+export function describeSandbox(mode: "auto" | "required" | "off" = "auto"): string {
+  if (mode === "off") return "sandbox off: processes run as the user, unconfined (--sandbox off)";
+  const s = sandboxSupport();
+  const namespaces = s.pidNamespace && s.userNamespace;
+  const layers = [
+    s.landlockAbi === null ? "files NOT confined (no Landlock)" : `files confined (Landlock ABI ${s.landlockAbi})`,
+    s.landlockAbi !== null && s.landlockAbi >= 4 ? "TCP blocked" : "TCP NOT blocked (Landlock ABI 4 needed)",
+    namespaces ? "processes in a PID namespace" : "processes in a process group only (no user or PID namespace)",
+    namespaces ? ".git read-only (mount namespace)" : ".git NOT protected: process calls fail unless protect is []",
+    "Node's permission model for node_process",
+  ];
+  const missing = s.landlockAbi === null || s.landlockAbi < 4 || !namespaces;
+  const tail = !missing
+    ? ""
+    : mode === "required"
+      ? "; --sandbox required: every process call fails with SANDBOX_UNAVAILABLE here"
+      : "; see docs/deployment.md for a container that gives the whole sandbox";
+  return `sandbox ${mode}: ${layers.join(", ")}${tail}`;
+}
+
 async function mcpHttp(root: string, options: CodingToolsOptions, http: McpHttpArgs): Promise<number> {
   let token: string | undefined;
   try {
     token = http.tokenFile !== undefined ? readTokenFile(http.tokenFile) : process.env.WORKCELL_MCP_TOKEN?.trim();
   } catch (err) {
-    return fail(err instanceof Error ? err.message : String(err));
+    return fail(`--token-file: ${err instanceof Error ? err.message : String(err)}`, "workcell mcp --help");
   }
   if (token === undefined || token === "") {
-    return fail("--http needs a token: --token-file F (chmod 600) or the WORKCELL_MCP_TOKEN environment variable");
+    return fail("--http needs a token: --token-file F (chmod 600) or the WORKCELL_MCP_TOKEN environment variable", "workcell mcp --help");
   }
   const adapter = await loadAdapter();
   if (!adapter) return 1;
+  // The flags' own checks, named as flags (createMcpHttpServer checks them again as options).
+  if (token.length < adapter.MIN_TOKEN_LENGTH) {
+    const from = http.tokenFile !== undefined ? "--token-file" : "WORKCELL_MCP_TOKEN";
+    return fail(`${from}: the token must be at least ${adapter.MIN_TOKEN_LENGTH} characters (openssl rand -hex 32 makes one)`, "workcell mcp --help");
+  }
+  if (!http.public && !adapter.isLoopbackHost(http.host)) {
+    return fail(`--http ${http.host} is not a loopback address: add --public to serve the workspace to the network`, "workcell mcp --help");
+  }
   let server: ReturnType<typeof adapter.createMcpHttpServer>;
   try {
     server = adapter.createMcpHttpServer(root, {
@@ -296,7 +341,6 @@ async function mcpHttp(root: string, options: CodingToolsOptions, http: McpHttpA
     });
   } catch (err) {
     const detail = err instanceof ToolError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
-    if (err instanceof TypeError && / loopback address|token must/.test(detail)) return fail(detail.replace(/^workcell: /, ""));
     process.stderr.write(`workcell: cannot serve the workspace ${root}: ${detail}\n`);
     return 1;
   }
@@ -312,6 +356,7 @@ async function mcpHttp(root: string, options: CodingToolsOptions, http: McpHttpA
     return 1;
   }
   process.stderr.write(`workcell mcp: serving ${root} on ${address.url}\n`);
+  process.stderr.write(`workcell mcp: ${describeSandbox(options.processes?.sandbox)}\n`);
   const why = await stopped;
   process.stderr.write(`workcell mcp: stopping (${why}): closing ${server.sessionCount} session(s)\n`);
   await server.close();
@@ -322,9 +367,13 @@ async function mcpHttp(root: string, options: CodingToolsOptions, http: McpHttpA
 async function mcp(args: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseMcpArgs>;
   try {
+    if (args.includes("--help") || args.includes("-h")) {
+      process.stdout.write(`${MCP_USAGE}\n`);
+      return 0;
+    }
     parsed = parseMcpArgs(args);
   } catch (err) {
-    return fail(err instanceof Error ? err.message : String(err));
+    return fail(err instanceof Error ? err.message : String(err), "workcell mcp --help");
   }
   if (parsed.http) return mcpHttp(parsed.root, parsed.options, parsed.http);
   const adapter = await loadAdapter();
@@ -368,6 +417,7 @@ async function mcp(args: string[]): Promise<number> {
   process.stderr.write(
     `workcell mcp: serving ${tools.map((t) => t.name).join(", ")} for ${parsed.root} over stdio\n`,
   );
+  process.stderr.write(`workcell mcp: ${describeSandbox(parsed.options.processes?.sandbox)}\n`);
   const why = await stopped;
   server.onclose = undefined;
   await server.close();

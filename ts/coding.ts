@@ -20,7 +20,7 @@ import {
   type FileOpsToolOptions,
 } from "./file-ops.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
-import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
+import { asPartOf, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
 import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
@@ -59,23 +59,39 @@ export type { RunCommandInput, RunCommandOutput, RunCommandTool, RunCommandToolO
 export { createRunTestsTool } from "./run-tests.js";
 export type { RunTestsInput, RunTestsOutput, RunTestsTool, RunTestsToolOptions, TestFailure, TestRunner } from "./run-tests.js";
 
+/**
+ * Options of `createCodingTools`: one group per tool, `guard` and `processes` shared by the writing
+ * and the process tools, and the approval options, passed to every tool.
+ */
 export interface CodingToolsOptions extends CommonToolOptions {
+  /** read_file's options. */
   read?: ReadToolOptions;
+  /** write_file's options (over `guard`). */
   write?: WriteToolOptions;
+  /** edit_file's options (over `guard`). */
   edit?: EditToolOptions;
+  /** apply_patch's options (over `guard`). */
   applyPatch?: ApplyPatchToolOptions;
+  /** move_file's options (over `guard`). */
   moveFile?: FileOpsToolOptions;
+  /** delete_file's options (over `guard`). */
   deleteFile?: FileOpsToolOptions;
+  /** make_directory's options (over `guard`). */
   makeDirectory?: FileOpsToolOptions;
   /**
    * The write guard of every writing tool (write_file, edit_file, apply_patch, move_file,
    * delete_file, make_directory); a tool's own options override it.
    */
   guard?: WriteGuardOptions;
+  /** list_files' options. */
   list?: ListToolOptions;
+  /** search_files' options. */
   search?: SearchToolOptions;
+  /** node_process's options (over `processes`). */
   nodeProcess?: NodeProcessToolOptions;
+  /** run_command's options (over `processes`). */
   runCommand?: RunCommandToolOptions;
+  /** run_tests' options (over `processes`). */
   runTests?: RunTestsToolOptions;
   /** The process sessions (start_process, read_process, write_process, stop_process, list_processes). */
   sessions?: ProcessToolsOptions;
@@ -179,6 +195,11 @@ export type CodingTools = NamedTools<CodingTool>;
 
 /** All of workcell's tools for one workspace root, by name (`tools.read_file`) and as an array. */
 export function createCodingTools(root: string, options: CodingToolsOptions = {}): CodingTools {
+  // Errors raised by the factories it calls name createCodingTools, the function the host called.
+  return asPartOf("createCodingTools", () => codingTools(root, options));
+}
+
+function codingTools(root: string, options: CodingToolsOptions): CodingTools {
   // The whole tree is checked first, so an error names the full path (processes.sandox).
   checkOptions("createCodingTools", CODING_TOOLS_OPTIONS, options);
   // The approval options go to every tool, with one session for the set (remembered grants).

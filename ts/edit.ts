@@ -11,13 +11,19 @@ import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } fr
 import type { EditFileInput, EditFileOutput } from "./generated/contract.js";
 export type { EditFileInput, EditFileOutput } from "./generated/contract.js";
 
+/** The input of edit_file (the generated `EditFileInput`). */
 export type EditInput = EditFileInput;
 
+/** The result of edit_file (the generated `EditFileOutput`). */
 export type EditOutput = EditFileOutput;
 
 /** Most edits in one call. */
 export const MAX_EDITS = 50;
 
+/**
+ * Options of `createEditTool` (and `edit` of `createCodingTools`): the write guard, approval,
+ * `maxContentBytes`.
+ */
 export interface EditToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest file edited and largest result, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;

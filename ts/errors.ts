@@ -98,6 +98,10 @@ export function abortError(signal?: AbortSignal): AbortError {
   return new AbortError("The operation was aborted", signal?.reason === undefined ? undefined : { cause: signal.reason });
 }
 
+/**
+ * Whether `err` is a cancellation (an Error named `AbortError`, as every call rejects with when its
+ * signal aborts).
+ */
 export function isAbortError(err: unknown): boolean {
   return err instanceof Error && err.name === "AbortError";
 }

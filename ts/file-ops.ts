@@ -11,6 +11,10 @@ import { Gate, attachHooks, hashList, toPreview, type WriteSpec } from "./approv
 import type { DeleteFileInput, DeleteFileOutput, MakeDirectoryInput, MakeDirectoryOutput, MoveFileInput, MoveFileOutput } from "./generated/contract.js";
 export type { DeleteFileInput, DeleteFileOutput, MakeDirectoryInput, MakeDirectoryOutput, MoveFileInput, MoveFileOutput } from "./generated/contract.js";
 
+/**
+ * Options of `createMoveFileTool`, `createDeleteFileTool` and `createMakeDirectoryTool`: the write
+ * guard and approval.
+ */
 export interface FileOpsToolOptions extends WriteGuardOptions, CommonToolOptions {}
 
 const FILE_OPS_SPEC = {

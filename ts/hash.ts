@@ -1,7 +1,9 @@
 import { validatePath } from "./paths.js";
 import { binding, callCore } from "./native.js";
 
+/** Options of `hashFile`. */
 export interface HashFileOptions {
+  /** Cancels the hash; the promise rejects with an AbortError. */
   signal?: AbortSignal;
 }
 

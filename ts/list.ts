@@ -9,10 +9,13 @@ import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import type { ListFilesInput, ListFilesOutput } from "./generated/contract.js";
 export type { ListFilesInput, ListFilesOutput } from "./generated/contract.js";
 
+/** `ListInput`: the same as `ListFilesInput` (generated from the core). */
 export type ListInput = ListFilesInput;
 
+/** `ListOutput`: the same as `ListFilesOutput` (generated from the core). */
 export type ListOutput = ListFilesOutput;
 
+/** Options of `createListTool` (and `list` of `createCodingTools`). */
 export interface ListToolOptions extends CommonToolOptions {}
 
 /** The options of createListTool (see ts/options.ts). */

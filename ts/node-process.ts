@@ -9,6 +9,10 @@ import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOption
 import type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.js";
 export type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.js";
 
+/**
+ * Options of `createNodeProcessTool` (and `nodeProcess` of `createCodingTools`): timeout, output
+ * caps, environment, the sandbox, approval.
+ */
 export interface NodeProcessToolOptions extends SandboxToolOptions, CommonToolOptions {
   /** Time the script may run, from its spawn, when the call names none (default 500 ms). */
   timeoutMs?: number;

@@ -135,6 +135,8 @@ function got(value: unknown): string {
     case "boolean":
     case "bigint":
       return String(value);
+    case "object":
+      return isPlainObject(value) ? "an object" : `an instance of ${(value as object).constructor?.name ?? "a class"}`;
     default:
       return `a ${typeof value}`;
   }
@@ -192,8 +194,44 @@ function deepOk(kind: OptionKind, value: unknown): boolean {
   }
 }
 
+/** The one element kind an array kind holds, with what it accepts in words. */
+function elementOf(kind: OptionKind): { ok: (v: unknown) => boolean; what: string } | undefined {
+  switch (kind.type) {
+    case "strings":
+      return { ok: (v) => typeof v === "string", what: "a string" };
+    case "paths":
+      return { ok: isAbsolutePath, what: "an absolute path" };
+    case "integers":
+      return { ok: (v) => accepts({ type: "integer", min: kind.min, max: kind.max }, v), what: `an integer from ${kind.min} to ${kind.max}` };
+    default:
+      return undefined;
+  }
+}
+
+/** A value's shape, to pick the alternative of a `oneOf` that a value was meant as. */
+function shapeOf(value: unknown): "array" | "object" | "other" {
+  return Array.isArray(value) ? "array" : isPlainObject(value) ? "object" : "other";
+}
+
+function kindShape(kind: OptionKind): "array" | "object" | "other" {
+  if (kind.type === "object" || kind.type === "record") return "object";
+  return elementOf(kind) !== undefined || kind.type === "array" ? "array" : "other";
+}
+
 function checkValue(where: string, kind: OptionKind, value: unknown, path: string): void {
+  // A value of the shape of exactly one alternative was meant as that one: its own check names
+  // the entry or key at fault (`network.alow`, `env.LANG`) rather than the whole union.
+  if (kind.type === "oneOf" && !accepts(kind, value)) {
+    const meant = kind.kinds.filter((k) => kindShape(k) !== "other" && kindShape(k) === shapeOf(value));
+    if (meant.length === 1) return checkValue(where, meant[0]!, value, path);
+  }
   if (!accepts(kind, value)) {
+    // An array of the right kind but for one element: name that element.
+    const element = Array.isArray(value) ? elementOf(kind) : undefined;
+    const bad = element === undefined ? -1 : (value as unknown[]).findIndex((v) => !element.ok(v));
+    if (element !== undefined && bad >= 0) {
+      throw new TypeError(`workcell: ${where}${path}[${bad}] must be ${element.what} (got ${got((value as unknown[])[bad])})`);
+    }
     throw new TypeError(`workcell: ${where}${path} must be ${describeKind(kind)} (got ${got(value)})`);
   }
   if (kind.type === "object") checkSpec(where, kind.spec, value as Record<string, unknown>, path);
@@ -238,11 +276,34 @@ function checkSpec(where: string, spec: OptionSpec, options: Record<string, unkn
  */
 export function checkOptions(factory: string, spec: OptionSpec, options: unknown, prefix = ""): void {
   if (options === undefined) return;
-  const where = `${factory}: `;
+  const where = `${factoryName(factory)}: `;
   if (!isPlainObject(options)) {
     throw new TypeError(`workcell: ${where}${prefix || "options"} must be a plain object (got ${got(options)})`);
   }
   checkSpec(where, spec, options, prefix);
+}
+
+/** The factory the host called, while it builds tools through other factories. */
+let outerFactory: string | undefined;
+
+/**
+ * Runs `build` on behalf of `factory` (`createCodingTools` building its tools through the
+ * other factories): every creation-time error raised meanwhile names `factory`, the function
+ * the host called, rather than the inner factory it never saw.
+ */
+export function asPartOf<T>(factory: string, build: () => T): T {
+  const previous = outerFactory;
+  outerFactory ??= factory;
+  try {
+    return build();
+  } finally {
+    outerFactory = previous;
+  }
+}
+
+/** The factory a creation-time error names: `own`, or the outer one (see {@link asPartOf}). */
+export function factoryName(own: string): string {
+  return outerFactory ?? own;
 }
 
 /**

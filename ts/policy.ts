@@ -17,7 +17,12 @@ import { option, type OptionSpecOf } from "./options.js";
  *   program such as `strace` that the policy cannot follow runs only if named here.
  */
 export interface CommandPolicy {
+  /**
+   * Programs that never run, directly, through wrappers or inside scripts (replaces the default
+   * `sudo su doas pkexec`).
+   */
   denyCommands?: readonly string[];
+  /** When set, the only programs that may run (shell builtins and `sh -c` need no entry). */
   allowCommands?: readonly string[];
 }
 

@@ -7,6 +7,7 @@ import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js
 import { checkOptions, declareOptions, type OptionSpecOf } from "./options.js";
 import { Gate, gateReadTool, type ApprovalOptions } from "./approval.js";
 
+/** `ReadInput`: the same as `ReadFileInput` (generated from the core). */
 export type ReadInput = ReadFileInput;
 
 /**
@@ -30,6 +31,7 @@ export type ReadFileOutput = ReadOutput | ReadImageOutput;
 /** The `read_file` tool. */
 export type ReadFileTool = WorkcellTool<"read_file", ReadFileInput, ReadFileOutput, "read"> & { readonly [WORKSPACE_ROOT]: string };
 
+/** Options of `createReadTool` (and `read` of `createCodingTools`). */
 export interface ReadToolOptions extends CommonToolOptions {}
 
 /** The options of createReadTool (see ts/options.ts). */

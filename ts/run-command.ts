@@ -9,11 +9,15 @@ import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
-import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
+import { factoryName, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 import type { RunCommandInput, RunCommandOutput } from "./generated/contract.js";
 export type { RunCommandInput, RunCommandOutput } from "./generated/contract.js";
 
+/**
+ * Options of `createRunCommandTool` (and `runCommand` of `createCodingTools`): the command policy,
+ * environment, timeouts, output caps, the sandbox, approval.
+ */
 export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /**
    * Names of host environment variables the command may see (read at call time; absent names
@@ -187,7 +191,7 @@ export type RunCommandTool = WorkcellTool<"run_command", RunCommandInput, RunCom
 
 /** Creates the `run_command` tool for one workspace root. */
 export function createRunCommandTool(root: string, options: RunCommandToolOptions = {}): RunCommandTool {
-  const T = "createRunCommandTool";
+  const T = factoryName("createRunCommandTool");
   checkOptions(T, RUN_COMMAND_OPTIONS, options);
   const ws = openWorkspace(root);
   const timeoutMs = options.timeoutMs ?? RUN_COMMAND_DEFAULTS.timeoutMs;

@@ -10,13 +10,15 @@ import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
 import type { Tool, ToolContext, WorkcellTool } from "./tool.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
-import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
+import { factoryName, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 import type { RunTestsInput, RunTestsOutput } from "./generated/contract.js";
 export type { RunTestsInput, RunTestsOutput } from "./generated/contract.js";
 
+/** `TestRunner`: the same as `RunTestsInput["runner"]` (generated from the core). */
 export type TestRunner = RunTestsInput["runner"];
 
+/** `TestFailure`: the same as `RunTestsOutput["failures"][number]` (generated from the core). */
 export type TestFailure = RunTestsOutput["failures"][number];
 
 /**
@@ -46,6 +48,10 @@ export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions, 
   goModCache?: string;
   /** Where the per-call scratch directories are created (default `os.tmpdir()`); outside the workspace. */
   scratchDir?: string;
+  /**
+   * How child exits are observed: a pidfd (Linux 5.3+), a thread blocked in `waitid`, or `"auto"`
+   * (default: pidfd where there is one).
+   */
   reaper?: "auto" | "pidfd" | "thread";
 }
 
@@ -126,7 +132,7 @@ export type RunTestsTool = WorkcellTool<"run_tests", RunTestsInput, RunTestsOutp
 
 /** Creates the `run_tests` tool for one workspace root. */
 export function createRunTestsTool(root: string, options: RunTestsToolOptions = {}): RunTestsTool {
-  const T = "createRunTestsTool";
+  const T = factoryName("createRunTestsTool");
   checkOptions(T, RUN_TESTS_OPTIONS, options);
   const ws = openWorkspace(root);
   const timeoutMs = options.timeoutMs ?? RUN_TESTS_DEFAULTS.timeoutMs;

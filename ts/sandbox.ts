@@ -4,7 +4,7 @@
 // creation.
 import { DEFAULT_PROTECT } from "./guard.js";
 import { binding } from "./native.js";
-import { checkOptions, option, type OptionKind, type OptionSpecOf } from "./options.js";
+import { checkOptions, factoryName, option, type OptionKind, type OptionSpecOf } from "./options.js";
 import type { SandboxFeatureLimit, SandboxLimits } from "../native/binding.js";
 export type { NetworkCounts, SandboxLimitReport, SandboxLimitsReport, SandboxReport } from "./generated/contract.js";
 
@@ -75,10 +75,18 @@ export interface NetworkAllow {
 }
 
 
+/**
+ * A system with fewer sandbox features than this one (`sandboxFeatures`): each `false` or `null`
+ * takes a feature away, for tests and diagnostics.
+ */
 export interface SandboxFeatureOverride {
+  /** The highest Landlock ABI to use; `null`: a kernel without Landlock. */
   landlockAbi?: number | null;
+  /** `false`: a system without PID namespaces. */
   pidNamespace?: boolean;
+  /** `false`: a system without unprivileged user namespaces. */
   userNamespace?: boolean;
+  /** `false`: a system where a private `/proc` cannot be mounted. */
   procMount?: boolean;
   /** `false`: a system where the host can create no cgroup. */
   cgroups?: boolean;
@@ -171,23 +179,24 @@ export function listenPorts(options: object): number[] {
   return Array.isArray(ports) ? ports.filter((p): p is number => Number.isSafeInteger(p)) : [];
 }
 
-function grantPaths(value: readonly string[] | undefined): string[] {
+function grantPaths(factory: string, key: string, value: readonly string[] | undefined): string[] {
   if (value === undefined) return [];
-  return value.map((p: string) => {
+  return value.map((p: string, i) => {
     try {
       return binding.sandboxGrantPath(p);
     } catch (err) {
-      throw new TypeError((err as Error).message);
+      throw new TypeError(`workcell: ${factory}: ${key}[${i}]: ${(err as Error).message.replace(/^workcell: /, "")}`);
     }
   });
 }
 
 /** Checks the sandbox options at creation; returns them in the native shape. */
-export function sandboxOptions(factory: string, options: SandboxToolOptions): NativeSandboxOptions {
+export function sandboxOptions(own: string, options: SandboxToolOptions): NativeSandboxOptions {
+  const factory = factoryName(own);
   // The factory checked its whole spec; this repeats the sandbox part for callers that did not.
-  const own: Record<string, unknown> = {};
-  for (const k of Object.keys(SANDBOX_OPTIONS)) own[k] = (options as Record<string, unknown>)[k];
-  checkOptions(factory, SANDBOX_OPTIONS, own);
+  const ownOptions: Record<string, unknown> = {};
+  for (const k of Object.keys(SANDBOX_OPTIONS)) ownOptions[k] = (options as Record<string, unknown>)[k];
+  checkOptions(factory, SANDBOX_OPTIONS, ownOptions);
   const sandbox = options.sandbox ?? "auto";
   const net = options.network;
   let networkAllow: string[] | undefined;
@@ -203,15 +212,15 @@ export function sandboxOptions(factory: string, options: SandboxToolOptions): Na
     try {
       binding.sandboxNetworkAllow([...allow]);
     } catch (err) {
-      throw new TypeError((err as Error).message);
+      throw new TypeError(`workcell: ${factory}: ${(err as Error).message.replace(/^workcell: /, "")}`);
     }
     networkAllow = [...allow];
   }
   const result: NativeSandboxOptions = {
     sandbox,
     network: net === true,
-    readPaths: grantPaths(options.readPaths),
-    writePaths: grantPaths(options.writePaths),
+    readPaths: grantPaths(factory, "readPaths", options.readPaths),
+    writePaths: grantPaths(factory, "writePaths", options.writePaths),
     limits: limitOptions(factory, options.limits),
     protect: [...(options.protect ?? DEFAULT_PROTECT)],
   };

@@ -10,10 +10,13 @@ import { checkOptions, declareOptions, option, type OptionSpecOf } from "./optio
 import type { SearchFilesInput, SearchFilesOutput } from "./generated/contract.js";
 export type { SearchFilesInput, SearchFilesOutput } from "./generated/contract.js";
 
+/** `SearchInput`: the same as `SearchFilesInput` (generated from the core). */
 export type SearchInput = SearchFilesInput;
 
+/** `SearchOutput`: the same as `SearchFilesOutput` (generated from the core). */
 export type SearchOutput = SearchFilesOutput;
 
+/** Options of `createSearchTool` (and `search` of `createCodingTools`). */
 export interface SearchToolOptions extends CommonToolOptions {
   /** Leave out files that .gitignore ignores (and `.git`). Default true. */
   gitignore?: boolean;

@@ -8,7 +8,7 @@ import { POLICY_OPTIONS, type CommandPolicy } from "./policy.js";
 import { DEFAULT_PATH, inheritedEnv, scratchParent } from "./run-command.js";
 import { SANDBOX_OPTIONS, sandboxOptions, type SandboxReport, type SandboxToolOptions } from "./sandbox.js";
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
-import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
+import { factoryName, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { checkSchema, withDescriptions, type JsonSchema } from "./schema.js";
 import { Gate, attachHooks, withGrantsParameter, type Grants, type ProcessSpec } from "./approval.js";
 import { TOOL_SCHEMAS } from "./generated/contract.js";
@@ -16,6 +16,10 @@ import { namedTools, type AnyTool, type NamedTools, type Tool, type ToolContext,
 import type { ListProcessesInput, ListProcessesOutput, ProcessInfo, ProcessOutput, ReadProcessInput, ReadProcessOutput, StartProcessInput, StartProcessOutput, StopProcessInput, StopProcessOutput, WriteProcessInput, WriteProcessOutput } from "./generated/contract.js";
 export type { ListProcessesInput, ListProcessesOutput, ProcessInfo, ProcessOutput, ReadProcessInput, ReadProcessOutput, StartProcessInput, StartProcessOutput, StopProcessInput, StopProcessOutput, WriteProcessInput, WriteProcessOutput } from "./generated/contract.js";
 
+/**
+ * Options of `createProcessTools` (and `sessions` of `createCodingTools`): the command policy, the
+ * sandbox, ports, how many processes and for how long, approval.
+ */
 export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
   /** Host variables the processes may see (as run_command's `inheritEnv`). */
   inheritEnv?: readonly string[];
@@ -37,6 +41,7 @@ export interface ProcessToolsOptions extends CommandPolicy, SandboxToolOptions, 
 
 export const PROCESS_TOOLS_DEFAULTS = { timeoutMs: 1_800_000, maxTimeoutMs: 3_600_000, maxProcesses: 8 } as const;
 
+/** `ProcessAlert`: the same as `ProcessOutput["alerts"][number]` (generated from the core). */
 export type ProcessAlert = ProcessOutput["alerts"][number];
 
 /** The `start_process` tool. */
@@ -113,7 +118,7 @@ type CoreProcessOutput = Omit<ProcessOutput, "sandbox" | "denials"> & { sandbox:
 
 /** Creates the five process-session tools for one workspace root, sharing one process table. */
 export function createProcessTools(root: string, options: ProcessToolsOptions = {}): ProcessTools {
-  const T = "createProcessTools";
+  const T = factoryName("createProcessTools");
   checkOptions(T, PROCESS_TOOLS_OPTIONS, options);
   const ws = openWorkspace(root);
   const timeoutMs = integer("timeoutMs", options.timeoutMs, 1, MAX_MS) ?? PROCESS_TOOLS_DEFAULTS.timeoutMs;

@@ -10,14 +10,20 @@ import { Gate, attachHooks, toPreview, type ApprovalOptions, type WriteSpec } fr
 import type { WriteFileInput, WriteFileOutput } from "./generated/contract.js";
 export type { WriteFileInput, WriteFileOutput } from "./generated/contract.js";
 
+/** `WriteInput`: the same as `WriteFileInput` (generated from the core). */
 export type WriteInput = WriteFileInput;
 
+/** `WriteOutput`: the same as `WriteFileOutput` (generated from the core). */
 export type WriteOutput = WriteFileOutput;
 
 /** Default and ceiling of `maxContentBytes`. */
 export const DEFAULT_MAX_WRITE_BYTES: number = binding.MAX_WRITE_BYTES;
 const CEILING_MAX_WRITE_BYTES = binding.MAX_WRITE_BYTES_CEILING;
 
+/**
+ * Options of `createWriteTool` (and `write` of `createCodingTools`): the write guard, approval,
+ * `maxContentBytes`.
+ */
 export interface WriteToolOptions extends WriteGuardOptions, CommonToolOptions {
   /** Largest content accepted, in UTF-8 bytes (default 65,536; at most 16 MiB). */
   maxContentBytes?: number;

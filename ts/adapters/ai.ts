@@ -1,8 +1,7 @@
 // `workcell/ai`: workcell's tools as Vercel AI SDK tools (`generateText`, `streamText`, agents).
 // Needs the optional peer dependency `ai` (6 or 7); the main entry never loads it.
 import { createHash } from "node:crypto";
-import { createRequire } from "node:module";
-import { jsonSchema, tool, type JSONSchema7, type Tool as AITool } from "ai";
+import type { JSONSchema7, Tool as AITool } from "ai";
 import { isImageOutput } from "../image.js";
 import { ToolCallError, runToolCall, toRegistry, type ToolsInput } from "./common.js";
 import { progressive } from "./progressive.js";
@@ -13,6 +12,10 @@ import { hasTools } from "./provider-tools.js";
 import { gateHooksOf, type ApprovalRequest } from "../approval.js";
 import { ToolError, abortError, isAbortError, type ToolErrorJSON } from "../errors.js";
 import { effectOf, type AnyTool, type ToolEffect, type ToolInput, type ToolNamed, type ToolOutput } from "../tool.js";
+import { requirePeer } from "./peer.js";
+
+// The AI SDK: a missing `ai` is an Error saying to install it, when this module loads.
+const { jsonSchema, tool } = requirePeer<typeof import("ai")>("ai", "workcell/ai", "ai", " (the Vercel AI SDK, 6 or 7)");
 
 export { ToolCallError };
 export type { ToolsInput };
@@ -300,21 +303,9 @@ export type AISDKProviderToolsOf<T extends AnyTool> = ProviderEntry<Holds<T, "re
   ProviderEntry<Holds<T, "run_command">, "shell"> &
   ProviderEntry<Holds<T, "start_process" | "read_process" | "write_process" | "stop_process">, "bash">;
 
-const requireHere = createRequire(import.meta.url);
-
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 function provider(name: "@ai-sdk/anthropic" | "@ai-sdk/openai"): any {
-  try {
-    return requireHere(name);
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") {
-      throw new Error(
-        `workcell/ai: toAISDKProviderTools needs the optional peer dependency ${name} for these tools; install it (npm install ${name}) or leave those tools out of the set`,
-      );
-    }
-    throw err;
-  }
+  return requirePeer(name, "workcell/ai's toAISDKProviderTools", name, " for these tools (or leave them out of the set)");
 }
 
 /**

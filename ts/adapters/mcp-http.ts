@@ -7,13 +7,21 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import { isIP, type Socket } from "node:net";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { isInitializeRequest, type Implementation, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { StreamableHTTPServerTransport as HttpTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { Implementation, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { createCodingTools, type CodingToolsOptions } from "../coding.js";
 import { OPTION_SPECS, checkOptions, option } from "../options.js";
 import type { AnyTool } from "../tool.js";
 import { MCP_SERVER_OPTIONS, createMcpServer, pendingCalls, progressOnSessionStream } from "./mcp.js";
+import { requirePeer } from "./peer.js";
+
+const { StreamableHTTPServerTransport } = requirePeer<typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js")>(
+  "@modelcontextprotocol/sdk/server/streamableHttp.js",
+  "workcell/mcp",
+  "@modelcontextprotocol/sdk",
+);
+const { isInitializeRequest } = requirePeer<typeof import("@modelcontextprotocol/sdk/types.js")>("@modelcontextprotocol/sdk/types.js", "workcell/mcp", "@modelcontextprotocol/sdk");
 
 /** The options of `createMcpHttpServer` (see ts/options.ts). */
 export const MCP_HTTP_OPTIONS = {
@@ -118,7 +126,7 @@ export interface McpHttpServer {
 
 interface Session {
   id: string;
-  transport: StreamableHTTPServerTransport;
+  transport: HttpTransport;
   server: Server;
   tools: readonly AnyTool[];
   lastSeen: number;

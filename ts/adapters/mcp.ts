@@ -4,25 +4,19 @@
 // `workcell mcp` command, which serves `createCodingTools(root)` over stdio (through
 // `McpStdioTransport`, which answers malformed frames instead of closing or going silent).
 import { readFileSync } from "node:fs";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  CallToolRequestSchema,
-  ErrorCode as McpErrorCode,
-  JSONRPCMessageSchema,
-  ListToolsRequestSchema,
-  McpError,
-  type CallToolResult,
-  type Implementation,
-  type JSONRPCMessage,
-  type Request as McpRequest,
-  type RequestId as McpRequestId,
-  type Result as McpResult,
-  type Task as McpTask,
-  type Tool as McpTool,
-  type ToolAnnotations,
+import type {
+  CallToolResult,
+  Implementation,
+  JSONRPCMessage,
+  Request as McpRequest,
+  RequestId as McpRequestId,
+  Result as McpResult,
+  Task as McpTask,
+  Tool as McpTool,
+  ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "../registry.js";
 import { effectOf, type Progress, type ToolEffect } from "../tool.js";
@@ -34,6 +28,21 @@ import { OPTION_SPECS, checkOptions, option, type OptionSpecOf } from "../option
 import "../coding.js";
 import type { ApprovalAnswer, ApprovalRequest, Approve } from "../approval.js";
 import { ErrorCode, ToolError } from "../errors.js";
+import { requirePeer } from "./peer.js";
+
+// The MCP SDK: a missing one is an Error saying to install it, when this module loads.
+const { Server: SdkServer } = requirePeer<typeof import("@modelcontextprotocol/sdk/server/index.js")>("@modelcontextprotocol/sdk/server/index.js", "workcell/mcp", "@modelcontextprotocol/sdk");
+const { InMemoryTaskStore } = requirePeer<typeof import("@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js")>(
+  "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js",
+  "workcell/mcp",
+  "@modelcontextprotocol/sdk",
+);
+const {
+  CallToolRequestSchema,
+  ErrorCode: McpErrorCode,
+  JSONRPCMessageSchema,
+  ListToolsRequestSchema,
+} = requirePeer<typeof import("@modelcontextprotocol/sdk/types.js")>("@modelcontextprotocol/sdk/types.js", "workcell/mcp", "@modelcontextprotocol/sdk");
 
 export type { ToolsInput };
 
@@ -227,6 +236,15 @@ function packageVersion(): string {
 }
 
 /**
+ * A JSON-RPC error for the SDK to answer with: `code` and the bare `message`. The SDK's
+ * `McpError` writes "MCP error CODE: " into its own message, the SDK sends that message as is,
+ * and the client's `McpError` adds the prefix again ("MCP error -32602: MCP error -32602: ...").
+ */
+function protocolError(code: number, message: string): Error & { code: number } {
+  return Object.assign(new Error(message), { code });
+}
+
+/**
  * Creates an MCP server (not yet connected) exposing `tools`:
  * - `tools/list` gives each tool's name, title, description, JSON Schema and annotations;
  * - `tools/list` also gives each tool's `outputSchema` (the tool's own) and, for a tool with
@@ -261,7 +279,7 @@ export function createMcpServer(
     throw new TypeError("workcell: createMcpServer options.maxRunningTasks must be a positive integer");
   }
   const taskStore = tasks ? new AbortingTaskStore() : undefined;
-  const server = new Server(info, {
+  const server = new SdkServer(info, {
     capabilities: {
       tools: {},
       ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
@@ -294,7 +312,7 @@ export function createMcpServer(
     const { name, arguments: args } = request.params;
     const tool = registry.get(name);
     if (!tool) {
-      throw new McpError(
+      throw protocolError(
         McpErrorCode.InvalidParams,
         `no tool is named ${JSON.stringify(name)}; call one of: ${registry.list().map((t) => t.name).join(", ")}`,
       );
@@ -302,10 +320,10 @@ export function createMcpServer(
     const structured = tool.outputSchema !== undefined;
     if (request.params.task !== undefined) {
       if (!canTask(tool) || taskStore === undefined || extra.taskStore === undefined) {
-        throw new McpError(McpErrorCode.InvalidParams, `${name} does not run as a task; call it without "task"`);
+        throw protocolError(McpErrorCode.InvalidParams, `${name} does not run as a task; call it without "task"`);
       }
       if (taskStore.running.size >= maxRunningTasks) {
-        throw new McpError(
+        throw protocolError(
           McpErrorCode.InvalidRequest,
           `${maxRunningTasks} tasks are already running, the most this server runs at once; wait for one to finish or cancel one (tasks/cancel)`,
         );
