@@ -56,3 +56,5 @@ export type {
   AnthropicToolUse,
 } from "./adapters/providers.js";
 export type { CommonToolOptions, DescriptionStyle } from "./options.js";
+export { createCheckpoints } from "./checkpoints.js";
+export type { Checkpoints, CheckpointsOptions, CheckpointCallOptions, CheckpointCreated, CheckpointSummary, CheckpointDiff, CheckpointRewound, CheckpointAction } from "./checkpoints.js";

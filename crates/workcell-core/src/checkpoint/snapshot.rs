@@ -144,7 +144,11 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
     if stats.new_bytes > 0 {
         cp.store.sync()?;
     }
-    let created_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    // Ids sort in creation order: each later than the store's latest (a clock that stepped
+    // back, or two checkpoints in one millisecond).
+    let latest = cp.store.ids()?.last().and_then(|l| u64::from_str_radix(&l[..12], 16).ok()).unwrap_or(0);
+    let created_at = now.max(latest + 1);
     let id = new_id(created_at);
     let bytes = records.iter().map(|r| if let State::File { size, .. } = r.state { size } else { 0 }).sum();
     let summary = Summary { id: id.clone(), label: label.clone(), created_at, files: records.len() as u64, bytes };

@@ -163,6 +163,15 @@ impl Store {
     /// directory must be the user's own and not reachable by others.
     pub(crate) fn open(path: &Path, root: &Path) -> std::result::Result<Store, String> {
         let shown = path.display();
+        // A directory that exists must be a store already, or empty: never `/`, a home
+        // directory or another program's files.
+        if let Ok(entries) = std::fs::read_dir(path) {
+            let mut names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+            names.sort();
+            if !names.is_empty() && !names.iter().any(|n| n == "manifests") {
+                return Err(format!("{shown} is neither empty nor a checkpoint store; choose a directory of its own"));
+            }
+        }
         let mut b = std::fs::DirBuilder::new();
         use std::os::unix::fs::DirBuilderExt as _;
         b.recursive(true).mode(0o700);
@@ -178,10 +187,7 @@ impl Store {
             return Err(format!("{shown} belongs to another user; choose a directory of your own"));
         }
         if meta.mode() & 0o077 != 0 {
-            // Ours: make it private (a directory made by `recursive` above already is).
-            let fd = rustix::fs::openat(&dir, ".", rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
-                .map_err(|e| format!("{shown}: {e}"))?;
-            rustix::fs::fchmod(&fd, rustix::fs::Mode::from_raw_mode(0o700)).map_err(|e| format!("{shown}: {e}"))?;
+            return Err(format!("{shown} can be read or written by other users; the store must be private (chmod 700)"));
         }
         for d in ["objects", "manifests", "tmp"] {
             mkdir_private(&dir, d).map_err(|e| format!("{shown}/{d}: {e}"))?;
@@ -303,7 +309,10 @@ impl Store {
 
     /// Makes everything written so far durable (one `syncfs` for the store's file system).
     pub(crate) fn sync(&self) -> Result<()> {
-        rustix::fs::syncfs(self.dir.as_fd()).map_err(|e| store_err("sync", e))
+        // The store's handle may be an `O_PATH` descriptor, which syncfs refuses: a real one.
+        let fd = rustix::fs::openat(self.dir.as_fd(), ".", rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
+            .map_err(|e| store_err("sync", e))?;
+        rustix::fs::syncfs(&fd).map_err(|e| store_err("sync", e))
     }
 
     /// Writes `name` (relative to the store) whole: a temp, fsynced, renamed, the directory

@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod checkpoint;
 mod command;
 mod limits;
 mod list_search;
