@@ -6,8 +6,9 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, test } from "vitest";
-import { createCheckpoints } from "../dist/index.js";
-import { rejection, tempWorkspace } from "./helpers.js";
+import { ToolRegistry, createCheckpoints, createCodingTools, executeToolCall, type ApprovalRequest } from "../dist/index.js";
+import { main } from "../dist/cli.js";
+import { call, content, ctx, rejection, tempWorkspace } from "./helpers.js";
 
 const PKG = pathToFileURL(resolve("dist/index.js")).href;
 
@@ -170,4 +171,66 @@ for (let n = 0; ; n++) {
     await cps.rewind(first.id, { expectedHash: d.hash });
     expect((await cps.diff(first.id)).files).toEqual([]);
   }, 180_000);
+
+  test("the model's tools: the rewind asks under approvalFor.write with the diff it applies", async () => {
+    const { root, storeDir } = await setup();
+    const asked: ApprovalRequest[] = [];
+    const tools = createCodingTools(root, {
+      checkpoints: { storeDir },
+      approvalFor: { write: "ask" },
+      approve: (request) => {
+        asked.push(request);
+        return true;
+      },
+    });
+    const registry = new ToolRegistry(tools);
+    for (const name of ["checkpoint", "list_checkpoints", "diff_checkpoint", "rewind_checkpoint"]) expect(registry.get(name)).toBeDefined();
+    expect(registry.get("checkpoint")!.effect).toBe("read");
+    expect(registry.get("diff_checkpoint")!.effect).toBe("read");
+    expect(registry.get("rewind_checkpoint")!.effect).toBe("write");
+    const signal = ctx().signal;
+    const created = content(await executeToolCall(registry, call("checkpoint", { label: "before" }), signal));
+    await writeFile(join(root, "a.txt"), "alpha changed\n");
+    const listed = content(await executeToolCall(registry, call("list_checkpoints", {}), signal));
+    expect(listed.checkpoints).toMatchObject([{ id: created.id, label: "before" }]);
+    const d = content(await executeToolCall(registry, call("diff_checkpoint", { id: created.id }), signal));
+    expect(d.files).toEqual([{ path: "a.txt", action: "modified" }]);
+    expect(asked).toEqual([]);
+    const preview = await createCheckpoints(root, { storeDir }).diff(created.id, { reverse: true });
+    const r = await executeToolCall(registry, call("rewind_checkpoint", { id: created.id, expectedHash: d.hash }), signal);
+    expect(r.isError, r.content).toBe(false);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.tool).toBe("rewind_checkpoint");
+    expect(asked[0]!.diff).toBe(preview.diff);
+    expect(asked[0]!.diff).toContain("-alpha changed");
+    expect(await readFile(join(root, "a.txt"), "utf8")).toBe("alpha\n");
+    const unknown = content(await executeToolCall(registry, call("diff_checkpoint", { id: "nope" }), signal));
+    expect(unknown.error).toMatchObject({ code: "CHECKPOINT_NOT_FOUND" });
+  });
+
+  test("workcell checkpoints create, list, diff and rewind", async () => {
+    const { root, storeDir } = await setup();
+    const printed: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string) => {
+      printed.push(String(chunk));
+      return true;
+    }) as typeof process.stdout.write;
+    try {
+      expect(await main(["checkpoints", "create", "--root", root, "--store", storeDir, "--label", "cli"])).toBe(0);
+      const id = printed.join("").split(/\s+/)[0]!;
+      await writeFile(join(root, "b.txt"), "bravo changed\n");
+      printed.length = 0;
+      expect(await main(["checkpoints", "list", "--root", root, "--store", storeDir])).toBe(0);
+      expect(printed.join("")).toContain(id);
+      printed.length = 0;
+      expect(await main(["checkpoints", "diff", id, "--root", root, "--store", storeDir])).toBe(0);
+      const hash = /hash ([0-9a-f]{64})/.exec(printed.join(""))![1]!;
+      expect(printed.join("")).toContain("modified b.txt");
+      expect(await main(["checkpoints", "rewind", id, "--hash", hash, "--root", root, "--store", storeDir])).toBe(0);
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(await readFile(join(root, "b.txt"), "utf8")).toBe("bravo\n");
+  });
 });

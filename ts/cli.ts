@@ -8,10 +8,11 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { createCodingTools, type CodingToolsOptions } from "./coding.js";
 import { ToolError } from "./errors.js";
 import { nearestKey } from "./options.js";
+import { CHECKPOINTS_USAGE, checkpointsCommand } from "./cli-checkpoints.js";
 
 const USAGE = `usage:
   workcell mcp --root DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
-               [--ask write,process] [--approve deny|allow]
+               [--ask write,process] [--approve deny|allow] [--checkpoints]
       Serve workcell's tools for the workspace DIR to an MCP client over stdio.
       --network         let the processes the tools start use the network (blocked by default)
       --timeout-ms N    the timeout of the tools that start processes, in milliseconds
@@ -24,6 +25,7 @@ const USAGE = `usage:
                         elicitation (the diff in the message) when the client supports it
       --approve ANSWER  the answer when the client cannot ask its user: deny (default) or allow
                         (grants are always denied without asking)
+      --checkpoints     also serve checkpoint, list_checkpoints, diff_checkpoint, rewind_checkpoint
   workcell mcp --http HOST:PORT --root DIR [--token-file F] [--allow-origin O]... [--public]
                [--idle-timeout S] [--max-sessions N] [--max-body-bytes N] [the options above]
       Serve the same tools over MCP's Streamable HTTP transport on http://HOST:PORT/mcp.
@@ -34,6 +36,7 @@ const USAGE = `usage:
       --idle-timeout S  close a session idle for S seconds (default 900)
       --max-sessions N  at most N sessions at once, each with its own processes (default 32)
       --max-body-bytes N  the largest request body read (default 4194304)
+${CHECKPOINTS_USAGE}
   workcell demo
       Run a scripted agent session against a fresh temporary workspace and print it.
   workcell --version | --help`;
@@ -49,6 +52,13 @@ export async function main(args: string[]): Promise<number> {
   switch (command) {
     case "mcp":
       return mcp(rest);
+    case "checkpoints":
+      try {
+        return await checkpointsCommand(rest);
+      } catch (err) {
+        if (err instanceof TypeError) return fail(err.message.replace(/^workcell: /, ""));
+        throw err;
+      }
     case "demo": {
       if (rest.length > 0) return fail(`demo takes no arguments (got ${rest.join(" ")})`);
       const { runDemo } = await import("./demo.js");
@@ -156,6 +166,7 @@ const MCP_FLAGS = {
   "max-body-bytes": { type: "string" },
   ask: { type: "string" },
   approve: { type: "string" },
+  checkpoints: { type: "boolean" },
 } as const;
 
 /**
@@ -222,6 +233,7 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
   }
   const root = resolve(values.root);
   const options: CodingToolsOptions = Object.keys(processes).length > 0 ? { processes } : {};
+  if (values.checkpoints) options.checkpoints = true;
   const ask: ("write" | "process")[] = [];
   if (values.ask !== undefined) {
     for (const effect of values.ask.split(",").map((e) => e.trim())) {

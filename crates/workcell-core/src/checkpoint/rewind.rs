@@ -147,14 +147,15 @@ fn open_child(parent: &Dir, name: &OsStr) -> std::io::Result<Dir> {
     Ok(Dir::from_std_file(std::fs::File::from(fd)))
 }
 
-/// Whether the directory `name` in `dir` (not followed) has no entries.
-fn is_empty_dir(dir: &Dir, name: &OsStr) -> std::io::Result<bool> {
+/// Whether the directory `name` in `dir` (not followed) has no entries but `ours` (the names
+/// this rewind moved files away to).
+fn is_empty_dir(dir: &Dir, name: &OsStr, ours: &[&OsStr]) -> std::io::Result<bool> {
     let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())?;
     let mut entries = rustix::fs::Dir::new(fd)?;
     while let Some(e) = entries.read() {
         let e = e?;
         let n = e.file_name().to_bytes();
-        if n != b"." && n != b".." {
+        if n != b"." && n != b".." && !ours.iter().any(|o| o.as_encoded_bytes() == n) {
             return Ok(false);
         }
     }
@@ -243,7 +244,8 @@ impl Tx<'_> {
         match scan::lstat(&*dir, name).map_err(io(&shown))? {
             None => {}
             Some(st) if st.kind() == Kind::Dir => {
-                if !is_empty_dir(&dir, name).map_err(io(&shown))? {
+                let ours: Vec<&OsStr> = self.log.iter().filter_map(|s| if let Step::Away { kept, .. } = s { Some(kept.as_os_str()) } else { None }).collect();
+                if !is_empty_dir(&dir, name, &ours).map_err(io(&shown))? {
                     return Err(in_the_way(&shown, &format!("the directory {shown} holds files that are not recorded (ignored, excluded, or not regular files)")));
                 }
                 self.away(&dir, name, st.id(), true, &shown)?;
