@@ -112,6 +112,14 @@ fn scan_now(cp: &Checkpoints, cancel: &Cancel) -> Result<Vec<(Vec<u8>, State, St
                 }
             }
             Kind::File => {
+                if let Ok(Some(st)) = scan::lstat(&seen.dir.fd(), seen.name) {
+                    if st.kind() == Kind::File && st.size <= cp.max_file_bytes {
+                        if let Some(hash) = cache.lookup(&path, &st) {
+                            out.push((path, State::File { mode: st.mode & 0o777, size: st.size, hash }, st));
+                            return Ok(());
+                        }
+                    }
+                }
                 let (mut file, _) = match seen.dir.open_regular(seen.name) {
                     Ok(Ok(f)) => f,
                     Ok(Err(_)) => return Ok(()),

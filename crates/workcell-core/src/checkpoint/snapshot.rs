@@ -22,6 +22,7 @@ use super::{Checkpoints, MAX_LABEL_BYTES, MAX_RECORDS};
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct NotKept {
     pub path: String,
+    #[serde(serialize_with = "crate::json::number")]
     pub bytes: u64,
 }
 
@@ -31,8 +32,11 @@ pub struct Created {
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    #[serde(serialize_with = "crate::json::number")]
     pub created_at: u64,
+    #[serde(serialize_with = "crate::json::number")]
     pub files: u64,
+    #[serde(serialize_with = "crate::json::number")]
     pub bytes: u64,
     pub not_kept: Vec<NotKept>,
     pub dropped: Vec<String>,
@@ -100,6 +104,17 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
                 Err(_) => {}
             },
             Kind::File => {
+                // A file the stat cache vouches for is not even opened (an lstat, as git's).
+                if let Ok(Some(st)) = scan::lstat(&seen.dir.fd(), seen.name) {
+                    if st.kind() == Kind::File && st.size <= max_file {
+                        if let Some(hash) = cache.lookup(&path, &st) {
+                            stats.cached += 1;
+                            next_cache.insert(path.clone(), st, hash);
+                            records.push(Record { path, state: State::File { mode: st.mode & 0o777, size: st.size, hash } });
+                            return Ok(());
+                        }
+                    }
+                }
                 let (mut file, _) = match seen.dir.open_regular(seen.name) {
                     Ok(Ok(f)) => f,
                     Ok(Err(_)) => return Ok(()),
@@ -112,12 +127,6 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
                     return Ok(());
                 }
                 let mode = before.mode & 0o777;
-                if let Some(hash) = cache.lookup(&path, &before).filter(|h| cp.store.has_object(h)) {
-                    stats.cached += 1;
-                    next_cache.insert(path.clone(), before, hash);
-                    records.push(Record { path, state: State::File { mode, size: before.size, hash } });
-                    return Ok(());
-                }
                 let (hash, size, added) = cp.store.put(&mut file, max_file + 1, cancel)?;
                 stats.read += 1;
                 if added > 0 {

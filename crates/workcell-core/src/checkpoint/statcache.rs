@@ -26,6 +26,8 @@ pub(crate) struct StatCache {
     entries: HashMap<Vec<u8>, (Stat, [u8; 32])>,
     /// Entries with a timestamp at or after this are not trusted.
     trusted_before: i64,
+    /// When the walk that wrote the cache started.
+    started: i64,
 }
 
 impl StatCache {
@@ -60,13 +62,25 @@ impl StatCache {
             };
             entries.insert(unescape(f[7])?, (stat, unhex(f[6])?));
         }
-        Some(StatCache { entries, trusted_before: started.saturating_sub(GRANULARITY_NS) })
+        Some(StatCache { entries, trusted_before: started.saturating_sub(GRANULARITY_NS), started })
     }
 
     /// The hash recorded for `path` if its stat is the same and old enough to be trusted.
     pub(crate) fn lookup(&self, path: &[u8], now: &Stat) -> Option<[u8; 32]> {
         let (stat, hash) = self.entries.get(path)?;
         (stat == now && now.mtime < self.trusted_before && now.ctime < self.trusted_before).then_some(*hash)
+    }
+
+    /// Keeps only the entries whose content is `live` and writes the cache again (before those
+    /// contents are removed from the store: a cache entry always names a stored object).
+    pub(crate) fn prune(store: &Store, live: &std::collections::HashSet<[u8; 32]>) -> crate::error::Result<()> {
+        let Some(mut c) = Self::parse(store) else { return Ok(()) };
+        let before = c.entries.len();
+        c.entries.retain(|_, (_, h)| live.contains(h));
+        if c.entries.len() == before {
+            return Ok(());
+        }
+        c.save(store, c.started)
     }
 
     pub(crate) fn insert(&mut self, path: Vec<u8>, stat: Stat, hash: [u8; 32]) {

@@ -54,8 +54,11 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// Milliseconds since the epoch.
+    #[serde(serialize_with = "crate::json::number")]
     pub created_at: u64,
+    #[serde(serialize_with = "crate::json::number")]
     pub files: u64,
+    #[serde(serialize_with = "crate::json::number")]
     pub bytes: u64,
 }
 
@@ -497,6 +500,8 @@ impl Store {
                 }
             }
         }
+        // The stat cache first: it must never name a content that is gone.
+        super::statcache::StatCache::prune(self, &live)?;
         let mut kept = 0u64;
         for sub in self.dir.read_dir("objects").map_err(|e| store_err("objects", e))?.flatten() {
             cancel.check()?;
