@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.ApprovalRules = nativeBinding.ApprovalRules
 module.exports.CancelHandle = nativeBinding.CancelHandle
 module.exports.GrantPin = nativeBinding.GrantPin
+module.exports.NativeCheckpoints = nativeBinding.NativeCheckpoints
 module.exports.NativeProcessTable = nativeBinding.NativeProcessTable
 module.exports.NativeWorkspace = nativeBinding.NativeWorkspace
 module.exports.WriteGuard = nativeBinding.WriteGuard

@@ -46,6 +46,23 @@ export declare class GrantPin {
   release(): void
 }
 
+/** The checkpoints of one workspace root and its store. */
+export declare class NativeCheckpoints {
+  /**
+   * Opens (creating it when missing) the store. A misconfiguration throws an Error whose
+   * message is the JSON `{ "option": "...", "message": "..." }`.
+   */
+  constructor(workspace: NativeWorkspace, storeDir?: string | undefined | null, maxBytes?: number | undefined | null, maxFileBytes?: number | undefined | null, exclude?: Array<string> | undefined | null, protect?: Array<string> | undefined | null)
+  /** The store's directory. */
+  get storeDir(): string
+  create(label?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; label?: string; createdAt: number; files: number; bytes: number; notKept: Array<{ path: string; bytes: number }>; dropped: Array<string> } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  list(cancel?: CancelHandle | undefined | null): Promise<{ ok: Array<{ id: string; label?: string; createdAt: number; files: number; bytes: number }> } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  /** The diff since checkpoint `id`; `reverse`: the change a rewind would make. */
+  diff(id: string, reverse?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { summary: string; diff: string; files: Array<{ path: string; action: "added" | "modified" | "deleted" | "mode" | "type" }>; hash: string; truncated?: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  rewind(id: string, expectedHash: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; summary: string; files: Array<{ path: string; action: "added" | "modified" | "deleted" | "mode" | "type" }> } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  dropCheckpoint(id: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+}
+
 /** The process table of one tool set. */
 export declare class NativeProcessTable {
   /** Throws (a host error) when `options` are unusable. */

@@ -4,6 +4,7 @@
 #![deny(clippy::all)]
 
 mod approval;
+mod checkpoint;
 mod command;
 mod convert;
 mod edit;

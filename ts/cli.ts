@@ -9,10 +9,11 @@ import { createCodingTools, type CodingToolsOptions } from "./coding.js";
 import { ToolError } from "./errors.js";
 import { nearestKey } from "./options.js";
 import { sandboxSupport } from "./sandbox.js";
+import { CHECKPOINTS_USAGE, checkpointsCommand } from "./cli-checkpoints.js";
 
 const MCP_USAGE = `usage:
   workcell mcp DIR [--network] [--timeout-ms N] [--sandbox MODE] [--read-path P]... [--write-path P]...
-               [--ask write,process] [--approve deny|allow]
+               [--ask write,process] [--approve deny|allow] [--checkpoints]
       Serve workcell's tools for the workspace DIR to an MCP client over stdio.
       DIR (or --root DIR) is required: a server never guesses its workspace.
       --network         let the processes the tools start use the network (blocked by default)
@@ -26,6 +27,7 @@ const MCP_USAGE = `usage:
                         elicitation (the diff in the message) when the client supports it
       --approve ANSWER  the answer when the client cannot ask its user: deny (default) or allow
                         (grants are always denied without asking)
+      --checkpoints     also serve checkpoint, list_checkpoints, diff_checkpoint, rewind_checkpoint
   workcell mcp --http HOST:PORT DIR [--token-file F] [--allow-origin O]... [--public]
                [--idle-timeout S] [--max-sessions N] [--max-body-bytes N] [the options above]
       Serve the same tools over MCP's Streamable HTTP transport on http://HOST:PORT/mcp.
@@ -40,6 +42,7 @@ const MCP_USAGE = `usage:
   More in docs/cli.md (shipped in the package: node_modules/workcell/docs/cli.md).`;
 
 const USAGE = `${MCP_USAGE}
+${CHECKPOINTS_USAGE}
   workcell demo
       Run a scripted agent session against a fresh temporary workspace and print it.
   workcell --version | --help`;
@@ -56,6 +59,13 @@ export async function main(args: string[]): Promise<number> {
   switch (command) {
     case "mcp":
       return mcp(rest);
+    case "checkpoints":
+      try {
+        return await checkpointsCommand(rest);
+      } catch (err) {
+        if (err instanceof TypeError) return fail(err.message.replace(/^workcell: /, ""));
+        throw err;
+      }
     case "demo": {
       if (rest.length > 0) return fail(`demo takes no arguments (got ${JSON.stringify(rest[0])})`);
       const { runDemo } = await import("./demo.js");
@@ -164,6 +174,7 @@ const MCP_FLAGS = {
   ask: { type: "string" },
   approve: { type: "string" },
   help: { type: "boolean", short: "h" },
+  checkpoints: { type: "boolean" },
 } as const;
 
 /**
@@ -234,6 +245,7 @@ export function parseMcpArgs(args: string[]): { root: string; options: CodingToo
   }
   const root = resolve(dir);
   const options: CodingToolsOptions = Object.keys(processes).length > 0 ? { processes } : {};
+  if (values.checkpoints) options.checkpoints = true;
   const ask: ("write" | "process")[] = [];
   if (values.ask !== undefined) {
     for (const effect of values.ask.split(",").map((e) => e.trim())) {

@@ -22,6 +22,8 @@ import {
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { asPartOf, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
+import { createCheckpointTools, type CheckpointToolsOptions } from "./checkpoint-tools.js";
+import { CHECKPOINTS_OPTIONS, type CheckpointsOptions } from "./checkpoints.js";
 import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
@@ -100,6 +102,11 @@ export interface CodingToolsOptions extends CommonToolOptions {
    * tool's own options override them. `workcell mcp --timeout-ms N --network` sets them.
    */
   processes?: ProcessToolDefaults;
+  /**
+   * The checkpoint tools (checkpoint, list_checkpoints, diff_checkpoint, rewind_checkpoint):
+   * `true`, or the checkpoints' options (`protect` defaults to `guard.protect`). Off by default.
+   */
+  checkpoints?: boolean | CheckpointsOptions;
   // approve, approvalFor, rules, onAudit (ApprovalOptions): passed to every tool; grants
   // approved with remember: "session" hold for every process tool of the set.
 }
@@ -161,6 +168,7 @@ const CODING_TOOLS_OPTIONS = declareOptions("createCodingTools", {
   runTests: option.object(RUN_TESTS_OPTIONS, "run_tests's options"),
   sessions: option.object(PROCESS_TOOLS_OPTIONS, "the process sessions' options"),
   processes: option.object(PROCESS_DEFAULTS_OPTIONS, "defaults of every tool that starts processes"),
+  checkpoints: option.oneOf([{ type: "boolean" }, { type: "object", spec: CHECKPOINTS_OPTIONS }], "the checkpoint tools: true, or their options"),
 } as const satisfies OptionSpecOf<CodingToolsOptions>);
 
 /** Copies the keys of `o` whose value is not undefined. */
@@ -236,5 +244,13 @@ function codingTools(root: string, options: CodingToolsOptions): CodingTools {
     createRunCommandTool(root, runCommand),
     createRunTestsTool(root, { ...processes, ...options.runTests, ...ports, [SANDBOX_SAID_BY]: said } as RunTestsToolOptions),
     ...sessions,
+    ...(options.checkpoints ? checkpointTools(root, options, base, guard.protect) : []),
   ]);
+}
+
+/** The checkpoint tools of the set: the write guard's globs protect from a rewind too. */
+function checkpointTools(root: string, options: CodingToolsOptions, base: Omit<CheckpointToolsOptions, "checkpoints">, protect: readonly string[] | undefined): AnyTool[] {
+  const own = options.checkpoints === true || options.checkpoints === undefined || options.checkpoints === false ? {} : options.checkpoints;
+  const checkpoints: CheckpointsOptions = { ...(protect !== undefined ? { protect: [...protect] } : {}), ...defined(own) };
+  return createCheckpointTools(root, { ...base, checkpoints });
 }

@@ -71,3 +71,5 @@ export type {
   AnthropicToolUse,
 } from "./adapters/providers.js";
 export type { CommonToolOptions, DescriptionStyle } from "./common-options.js";
+export { createCheckpoints } from "./checkpoints.js";
+export type { Checkpoints, CheckpointsOptions, CheckpointCallOptions, CheckpointCreated, CheckpointSummary, CheckpointDiff, CheckpointRewound, CheckpointAction } from "./checkpoints.js";

@@ -36,6 +36,9 @@ pub enum Code {
     ProcessLimit,
     /// read/write/stop_process: no process has that id (never started, or finished and removed).
     ProcessNotFound,
+    /// Checkpoints: no checkpoint has that id (never created, dropped, or dropped to stay
+    /// within `maxBytes`).
+    CheckpointNotFound,
     IoError,
     /// Not a tool error: the call was cancelled. The JS layer turns it into an AbortError.
     Cancelled,
@@ -65,6 +68,7 @@ impl Code {
             Code::FileExists => "FILE_EXISTS",
             Code::ProcessLimit => "PROCESS_LIMIT",
             Code::ProcessNotFound => "PROCESS_NOT_FOUND",
+            Code::CheckpointNotFound => "CHECKPOINT_NOT_FOUND",
             Code::IoError => "IO_ERROR",
             Code::Cancelled => "ABORTED",
         }

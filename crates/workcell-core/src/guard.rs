@@ -216,7 +216,7 @@ fn fd_path(_dir: &impl AsFd) -> std::io::Result<PathBuf> {
     Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
-fn protected(shown: &str, pattern: &str, real: &str) -> Error {
+pub(crate) fn protected(shown: &str, pattern: &str, real: &str) -> Error {
     let via = if real == shown { String::new() } else { format!(" (it leads to {real})") };
     Error::new(Code::PathProtected, format!("{shown} is protected from writes{via}"))
         .with_hint(format!(

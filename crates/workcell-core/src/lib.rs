@@ -12,6 +12,7 @@
 //! - [`diff`]: the bounded unified diff `edit_file` and `apply_patch` return;
 //! - [`patch`]: `apply_patch` (parser, hunk location, the all-or-nothing plan);
 //! - [`fileops`]: `move_file`, `delete_file`, `make_directory`;
+//! - [`checkpoint`]: checkpoints: record the workspace, diff it, rewind it all or nothing;
 //! - [`cancel`]: cancellation shared with the host; [`temp_name`]: names of temporary files;
 //! - [`pool`]: workcell's own worker threads for blocking file work (never libuv's);
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
@@ -28,6 +29,7 @@
 
 pub mod approval;
 pub mod cancel;
+pub mod checkpoint;
 pub mod diff;
 pub mod command;
 pub mod contract;

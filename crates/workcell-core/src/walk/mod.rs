@@ -249,7 +249,7 @@ impl DirHandle {
 }
 
 /// Parses an ignore file of at most [`MAX_GITIGNORE_BYTES`]. `Err(())` when it is larger.
-fn parse_gitignore(file: File) -> std::result::Result<Option<Gitignore>, ()> {
+pub(crate) fn parse_gitignore(file: File) -> std::result::Result<Option<Gitignore>, ()> {
     let mut bytes = Vec::new();
     file.take(MAX_GITIGNORE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|_| ())?;
     if bytes.len() > MAX_GITIGNORE_BYTES {

@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod checkpoint;
 mod command;
 mod contract;
 mod resource_limits;

@@ -1,0 +1,390 @@
+//! `rewind`: puts every path a checkpoint's diff lists back, all or nothing.
+//!
+//! Under the store's shared lock (no object is collected meanwhile):
+//! 1. the diff is computed again ([`super::diff::changes`]); its hash must be the one the
+//!    caller approved (`TARGET_CHANGED` otherwise); a listed path the write guard protects
+//!    refuses the whole rewind (`PATH_PROTECTED`); every content to restore must be in the
+//!    store. Nothing has changed yet; this is the last point where cancellation is free.
+//! 2. removals, deepest path first: each listed path that exists now (added, modified, mode,
+//!    type) is rechecked against what the diff saw (device, inode, size, mtime, ctime, type)
+//!    and renamed away, beneath its directory, onto a `.workcell-tmp-*` name.
+//! 3. restores, shallowest first: missing parent directories are created; an empty directory
+//!    left where a file was is renamed away (a directory holding anything else, such as ignored
+//!    files, stops the rewind: it is not recorded and is never removed); the content is copied
+//!    from the store into an unnamed temp beside the target (checked against its hash, the
+//!    recorded permission bits, fsynced), or a symlink made with its recorded text, and renamed
+//!    onto the free name (`RENAME_NOREPLACE`).
+//! 4. the names renamed away are removed and the directories fsynced.
+//!
+//! Every step is one rename (or `mkdir`) beneath a directory opened from the root handle
+//! component by component with `O_NOFOLLOW`: no symlink is ever followed, so restoring a link
+//! to outside makes a link and touches nothing outside. If a step fails (or the call is
+//! cancelled), the steps done are undone in reverse: installed names removed, created
+//! directories removed, the names renamed away renamed back. A host killed in the middle
+//! leaves every file whole (each step is a rename) but the rewind possibly half done, and the
+//! old files under `.workcell-tmp-*` names, swept by a later write in their directory once the
+//! host has provably exited.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::io::{Read as _, Write as _};
+use std::rc::Rc;
+
+use cap_std::fs::Dir;
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+
+use crate::cancel::Cancel;
+use crate::error::{Code, Error, Result};
+use crate::hash::Hasher;
+use crate::root::Identity;
+use crate::walk::Kind;
+use crate::write::{self, Temp};
+
+use super::diff::{self, Change, Changed};
+use super::scan::{self, Stat, State};
+use super::store::{check_id, hex, unhex};
+use super::Checkpoints;
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RewindOutput {
+    pub id: String,
+    pub summary: String,
+    /// The paths the rewind changed, with what it did to each.
+    pub files: Vec<Changed>,
+}
+
+fn stale(expected: &str, now: &str) -> Error {
+    Error::new(Code::TargetChanged, "the workspace changed since the diff was shown; nothing was rewound")
+        .with_hint("call diff_checkpoint again, review the new diff, and rewind with its hash")
+        .with_details(serde_json::json!({ "expectedHash": expected, "hash": now }))
+}
+
+fn changed(shown: &str) -> Error {
+    write::changed(shown, "target")
+}
+
+fn in_the_way(shown: &str, what: &str) -> Error {
+    Error::new(Code::FileExists, format!("{shown} cannot be restored: {what}"))
+        .with_hint(format!("{what}, which the checkpoint does not record; move it away (or delete it), then diff and rewind again"))
+        .with_details(serde_json::json!({ "path": shown }))
+}
+
+pub(crate) fn rewind(cp: &Checkpoints, id: &str, expected: &str, cancel: &Cancel) -> Result<RewindOutput> {
+    cancel.check()?;
+    check_id(id)?;
+    let _lock = cp.store.lock(false, cancel)?;
+    let manifest = cp.store.read_manifest(id, true)?;
+    let changes = diff::changes(cp, &manifest, cancel)?;
+    let hash = diff::change_hash(id, &changes);
+    if hash != expected {
+        return Err(stale(expected, &hash));
+    }
+    for c in &changes {
+        let shown = scan::shown(&c.path);
+        let lossy = String::from_utf8_lossy(&c.path);
+        if let Some(pattern) = cp.guard.matched(&lossy) {
+            return Err(crate::guard::protected(&shown, pattern, &shown));
+        }
+        if let Some(State::File { hash, .. }) = &c.old {
+            if !cp.store.has_object(hash) {
+                return Err(Error::new(Code::IoError, format!("the stored content of {shown} is missing from the checkpoint store"))
+                    .with_hint("the checkpoint store was damaged; create a new checkpoint, or report the problem to the user")
+                    .with_details(serde_json::json!({ "path": shown, "object": hex(hash) })));
+            }
+        }
+    }
+    cancel.check()?;
+    cp.ws.check()?;
+    let mut tx = Tx { cp, dirs: HashMap::new(), log: Vec::new() };
+    match tx.run(&changes, cancel) {
+        Ok(()) => {
+            tx.commit();
+            Ok(RewindOutput {
+                id: id.to_string(),
+                summary: diff::summary(id, manifest.summary.label.as_deref(), &changes, true),
+                files: diff::listed(&changes, true),
+            })
+        }
+        Err(err) => {
+            let failures = tx.undo();
+            if err.is_cancelled() && failures.is_empty() {
+                return Err(err);
+            }
+            let hint = err.hint.clone().unwrap_or_default();
+            let hint = if failures.is_empty() {
+                format!("{hint} (nothing was rewound: every path already changed was put back)")
+            } else {
+                format!("{hint} (putting back {} failed: check those paths)", failures.join(", "))
+            };
+            let mut details = err.details.clone().unwrap_or_else(|| serde_json::json!({}));
+            if let Some(o) = details.as_object_mut() {
+                o.insert("restored".into(), serde_json::json!(failures.is_empty()));
+                o.insert("notRestored".into(), serde_json::json!(failures));
+            }
+            Err(err.with_hint(hint).with_details(details))
+        }
+    }
+}
+
+enum Step {
+    /// A name renamed away onto `kept` (removed at the commit, renamed back on undo).
+    Away { dir: Rc<Dir>, name: OsString, kept: OsString, id: Identity, is_dir: bool, shown: String },
+    /// A restored file or link now at `name`.
+    Installed { dir: Rc<Dir>, name: OsString, id: Identity, shown: String },
+    /// A directory this rewind created.
+    MadeDir { dir: Rc<Dir>, name: OsString, id: Identity, shown: String },
+}
+
+struct Tx<'a> {
+    cp: &'a Checkpoints,
+    /// Directories opened so far, by workspace-relative path (`""` is the root).
+    dirs: HashMap<Vec<u8>, Rc<Dir>>,
+    log: Vec<Step>,
+}
+
+fn open_child(parent: &Dir, name: &OsStr) -> std::io::Result<Dir> {
+    let fd = rustix::fs::openat(parent, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())?;
+    Ok(Dir::from_std_file(std::fs::File::from(fd)))
+}
+
+/// Whether the directory `name` in `dir` (not followed) has no entries but `ours` (the names
+/// this rewind moved files away to).
+fn is_empty_dir(dir: &Dir, name: &OsStr, ours: &[&OsStr]) -> std::io::Result<bool> {
+    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())?;
+    let mut entries = rustix::fs::Dir::new(fd)?;
+    while let Some(e) = entries.read() {
+        let e = e?;
+        let n = e.file_name().to_bytes();
+        if n != b"." && n != b".." && !ours.iter().any(|o| o.as_encoded_bytes() == n) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn rename_noreplace(dir: &Dir, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+    rustix::fs::renameat_with(dir, from, dir, to, RenameFlags::NOREPLACE).map_err(Into::into)
+}
+
+fn io(shown: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::from_io(&e, shown)
+}
+
+impl Tx<'_> {
+    /// The directory at `rel`, opened from the root without following links; with `create`,
+    /// missing directories are made (and logged).
+    fn dir(&mut self, rel: &[u8], create: bool) -> Result<Rc<Dir>> {
+        if let Some(d) = self.dirs.get(rel) {
+            return Ok(d.clone());
+        }
+        let shown = scan::shown(rel);
+        let d = if rel.is_empty() {
+            Rc::new(self.cp.ws.dir().try_clone().map_err(io("."))?)
+        } else {
+            let (parent, name) = scan::split(rel);
+            let p = self.dir(parent, create)?;
+            match open_child(&p, name) {
+                Ok(d) => Rc::new(d),
+                Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
+                    rustix::fs::mkdirat(&*p, name, Mode::from_raw_mode(0o777)).map_err(|e| io(&shown)(e.into()))?;
+                    let st = scan::lstat(&*p, name).map_err(io(&shown))?.ok_or_else(|| changed(&shown))?;
+                    self.log.push(Step::MadeDir { dir: p.clone(), name: name.to_os_string(), id: st.id(), shown: shown.clone() });
+                    Rc::new(open_child(&p, name).map_err(|_| changed(&shown))?)
+                }
+                Err(e) if create && matches!(e.raw_os_error(), Some(libc::ENOTDIR) | Some(libc::ELOOP)) => {
+                    return Err(in_the_way(&shown, &format!("{shown} is not a directory")));
+                }
+                // Gone or swapped for something else since the diff.
+                Err(_) => return Err(changed(&shown)),
+            }
+        };
+        self.dirs.insert(rel.to_vec(), d.clone());
+        Ok(d)
+    }
+
+    /// Renames `name` in `dir` away onto a fresh staged name; its identity must be `id`.
+    fn away(&mut self, dir: &Rc<Dir>, name: &OsStr, id: Identity, is_dir: bool, shown: &str) -> Result<()> {
+        for _ in 0..16 {
+            let kept = OsString::from(write::temp_name());
+            match rename_noreplace(dir, name, &kept) {
+                Ok(()) => {
+                    let now = scan::lstat(&**dir, &kept).ok().flatten().map(|s| s.id());
+                    if now != Some(id) {
+                        let _ = rename_noreplace(dir, &kept, name);
+                        return Err(changed(shown));
+                    }
+                    self.log.push(Step::Away { dir: dir.clone(), name: name.to_os_string(), kept, id, is_dir, shown: shown.to_string() });
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Err(changed(shown)),
+                Err(e) => return Err(Error::from_io(&e, shown)),
+            }
+        }
+        Err(Error::from_io(&std::io::Error::from_raw_os_error(libc::EEXIST), shown))
+    }
+
+    fn remove(&mut self, c: &Change, stat: &Stat, cancel: &Cancel) -> Result<()> {
+        cancel.check()?;
+        let shown = scan::shown(&c.path);
+        let (parent, name) = scan::split(&c.path);
+        let dir = self.dir(parent, false)?;
+        let now = scan::lstat(&*dir, name).map_err(io(&shown))?;
+        if now.as_ref() != Some(stat) {
+            return Err(changed(&shown));
+        }
+        self.away(&dir, name, stat.id(), false, &shown)
+    }
+
+    fn restore(&mut self, c: &Change, old: &State, cancel: &Cancel) -> Result<()> {
+        cancel.check()?;
+        let shown = scan::shown(&c.path);
+        let (parent, name) = scan::split(&c.path);
+        let dir = self.dir(parent, true)?;
+        match scan::lstat(&*dir, name).map_err(io(&shown))? {
+            None => {}
+            Some(st) if st.kind() == Kind::Dir => {
+                let ours: Vec<&OsStr> = self.log.iter().filter_map(|s| if let Step::Away { kept, .. } = s { Some(kept.as_os_str()) } else { None }).collect();
+                if !is_empty_dir(&dir, name, &ours).map_err(io(&shown))? {
+                    return Err(in_the_way(&shown, &format!("the directory {shown} holds files that are not recorded (ignored, excluded, or not regular files)")));
+                }
+                self.away(&dir, name, st.id(), true, &shown)?;
+                let mut slash = c.path.clone();
+                slash.push(b'/');
+                self.dirs.retain(|k, _| k != &c.path && !k.starts_with(&slash));
+            }
+            // Something appeared since the diff.
+            Some(_) => return Err(changed(&shown)),
+        }
+        match old {
+            State::File { mode, hash, .. } => self.install_file(&dir, name, &shown, *mode, hash, cancel),
+            State::Link { target } => self.install_link(&dir, name, &shown, target),
+        }
+    }
+
+    fn install_file(&mut self, dir: &Rc<Dir>, name: &OsStr, shown: &str, mode: u32, hash: &[u8; 32], cancel: &Cancel) -> Result<()> {
+        let mut temp = Temp::create(dir, shown)?;
+        let mut src = self.cp.store.open_object(hash)?;
+        let mut hasher = Hasher::new();
+        let mut buf = vec![0u8; 128 * 1024];
+        loop {
+            cancel.check()?;
+            let n = match src.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::from_io(&e, shown)),
+            };
+            hasher.update(&buf[..n]);
+            temp.file.write_all(&buf[..n]).map_err(io(shown))?;
+        }
+        if unhex(&hasher.finish()).as_ref() != Some(hash) {
+            return Err(Error::new(Code::IoError, format!("the stored content of {shown} is damaged"))
+                .with_hint("the checkpoint store was damaged; create a new checkpoint, or report the problem to the user"));
+        }
+        rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode & 0o777)).map_err(|e| io(shown)(e.into()))?;
+        temp.file.sync_all().map_err(io(shown))?;
+        let tmp = temp.link().map_err(io(shown))?.to_os_string();
+        rename_noreplace(dir, &tmp, name).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EEXIST) {
+                changed(shown)
+            } else {
+                Error::from_io(&e, shown)
+            }
+        })?;
+        temp.installed = true;
+        self.log.push(Step::Installed { dir: dir.clone(), name: name.to_os_string(), id: temp.id, shown: shown.to_string() });
+        Ok(())
+    }
+
+    fn install_link(&mut self, dir: &Rc<Dir>, name: &OsStr, shown: &str, target: &[u8]) -> Result<()> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let target = OsStr::from_bytes(target);
+        for _ in 0..16 {
+            let tmp = OsString::from(write::temp_name());
+            match rustix::fs::symlinkat(target, &**dir, &tmp) {
+                Ok(()) => {}
+                Err(rustix::io::Errno::EXIST) => continue,
+                Err(e) => return Err(io(shown)(e.into())),
+            }
+            let id = match scan::lstat(&**dir, &tmp) {
+                Ok(Some(st)) if st.kind() == Kind::Symlink => st.id(),
+                _ => return Err(changed(shown)),
+            };
+            if let Err(e) = rename_noreplace(dir, &tmp, name) {
+                if matches!(scan::lstat(&**dir, &tmp), Ok(Some(st)) if st.id() == id) {
+                    let _ = rustix::fs::unlinkat(&**dir, &tmp, AtFlags::empty());
+                }
+                return Err(if e.raw_os_error() == Some(libc::EEXIST) { changed(shown) } else { Error::from_io(&e, shown) });
+            }
+            self.log.push(Step::Installed { dir: dir.clone(), name: name.to_os_string(), id, shown: shown.to_string() });
+            return Ok(());
+        }
+        Err(Error::from_io(&std::io::Error::from_raw_os_error(libc::EEXIST), shown))
+    }
+
+    fn run(&mut self, changes: &[Change], cancel: &Cancel) -> Result<()> {
+        for c in changes.iter().rev() {
+            if let Some((_, stat)) = &c.now {
+                self.remove(c, stat, cancel)?;
+            }
+        }
+        for c in changes {
+            if let Some(old) = &c.old {
+                self.restore(c, old, cancel)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes what was renamed away; fsyncs the directories changed.
+    fn commit(&mut self) {
+        let mut synced: Vec<*const Dir> = Vec::new();
+        for step in std::mem::take(&mut self.log) {
+            let dir = match &step {
+                Step::Away { dir, kept, id, is_dir, .. } => {
+                    if matches!(scan::lstat(&**dir, kept), Ok(Some(st)) if st.id() == *id) {
+                        let flags = if *is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
+                        let _ = rustix::fs::unlinkat(&**dir, kept, flags);
+                    }
+                    dir.clone()
+                }
+                Step::Installed { dir, .. } | Step::MadeDir { dir, .. } => dir.clone(),
+            };
+            let p = Rc::as_ptr(&dir);
+            if !synced.contains(&p) {
+                let _ = write::fsync_dir(&*dir);
+                synced.push(p);
+            }
+        }
+    }
+
+    /// Undoes the steps done, in reverse; the paths that could not be put back.
+    fn undo(&mut self) -> Vec<String> {
+        let mut failures = Vec::new();
+        for step in std::mem::take(&mut self.log).into_iter().rev() {
+            match step {
+                Step::Installed { dir, name, id, shown } => {
+                    let ok = matches!(scan::lstat(&*dir, &name), Ok(Some(st)) if st.id() == id)
+                        && rustix::fs::unlinkat(&*dir, &name, AtFlags::empty()).is_ok();
+                    if !ok {
+                        failures.push(shown);
+                    }
+                }
+                Step::MadeDir { dir, name, id, shown } => {
+                    let ok = matches!(scan::lstat(&*dir, &name), Ok(Some(st)) if st.id() == id)
+                        && rustix::fs::unlinkat(&*dir, &name, AtFlags::REMOVEDIR).is_ok();
+                    if !ok {
+                        failures.push(shown);
+                    }
+                }
+                Step::Away { dir, name, kept, shown, .. } => {
+                    if rename_noreplace(&dir, &kept, &name).is_err() {
+                        failures.push(format!("{shown} (it is kept as {})", kept.to_string_lossy()));
+                    }
+                }
+            }
+        }
+        failures
+    }
+}

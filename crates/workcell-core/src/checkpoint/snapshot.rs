@@ -1,0 +1,203 @@
+//! `create`: records the workspace as it is now.
+//!
+//! Under the store's exclusive lock: the walk ([`super::scan`]) visits every file and symlink;
+//! a file is opened beneath its directory's descriptor (`O_NOFOLLOW`, non-blocking, checked to
+//! be regular), and either its stat matches a trusted stat-cache entry whose object is in the
+//! store (nothing read), or it is copied into the store while hashed (at most `maxFileBytes`;
+//! a larger file is listed as not kept). A file that changed while it was read (its stat
+//! differs after the read) is recorded as read but not cached, so the next checkpoint reads it
+//! again. The objects are made durable, then the manifest is written (the checkpoint exists
+//! from that rename on), then the stat cache; then the oldest checkpoints are dropped while the
+//! store is over `maxBytes`.
+
+use crate::cancel::Cancel;
+use crate::error::{Code, Error, Result};
+use crate::walk::Kind;
+
+use super::scan::{self, Record, Stat, State};
+use super::statcache::{fs_now, StatCache};
+use super::store::{Manifest, Summary};
+use super::{Checkpoints, MAX_LABEL_BYTES, MAX_RECORDS};
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NotKept {
+    pub path: String,
+    #[serde(serialize_with = "crate::json::number")]
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Created {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(serialize_with = "crate::json::number")]
+    pub created_at: u64,
+    #[serde(serialize_with = "crate::json::number")]
+    pub files: u64,
+    #[serde(serialize_with = "crate::json::number")]
+    pub bytes: u64,
+    pub not_kept: Vec<NotKept>,
+    pub dropped: Vec<String>,
+}
+
+/// Measurements of one checkpoint (tests and the bench).
+#[derive(Clone, Debug, Default)]
+pub struct CreateStats {
+    /// Files whose content was read.
+    pub read: u64,
+    /// Files whose hash came from the stat cache.
+    pub cached: u64,
+    /// Bytes of new objects.
+    pub new_bytes: u64,
+}
+
+pub(crate) fn check_label(label: Option<&str>) -> Result<Option<String>> {
+    let Some(l) = label else { return Ok(None) };
+    if l.len() > MAX_LABEL_BYTES || l.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            crate::error::Reason::InvalidArgumentsShape,
+            format!("label must be at most {MAX_LABEL_BYTES} bytes of text without control characters"),
+        )
+        .with_details(serde_json::json!({ "at": "arguments.label" })));
+    }
+    Ok((!l.is_empty()).then(|| l.to_string()))
+}
+
+fn new_id(created_ms: u64) -> String {
+    let r = crate::temp_name::random_name("", 4);
+    format!("{:012x}-{r}", created_ms & 0xffff_ffff_ffff)
+}
+
+fn too_many() -> Error {
+    Error::new(Code::FileTooLarge, format!("the workspace has more than {MAX_RECORDS} files and symlinks to record"))
+        .with_hint("exclude generated or vendored trees (the exclude option, or .gitignore) and create the checkpoint again")
+        .with_details(serde_json::json!({ "limit": MAX_RECORDS }))
+}
+
+pub(crate) fn create(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -> Result<Created> {
+    create_measured(cp, label, cancel).map(|(c, _)| c)
+}
+
+pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -> Result<(Created, CreateStats)> {
+    let label = check_label(label)?;
+    cancel.check()?;
+    let _lock = cp.store.lock(true, cancel)?;
+    let mut must_collect = cp.store.clean_tmp();
+    let started = fs_now(&cp.ws);
+    let cache = StatCache::load(&cp.store);
+    let mut next_cache = StatCache::new();
+    let mut records: Vec<Record> = Vec::new();
+    let mut not_kept: Vec<(Vec<u8>, u64)> = Vec::new();
+    let mut stats = CreateStats::default();
+    let max_file = cp.max_file_bytes;
+    scan::walk(&cp.ws, &cp.rules, cancel, &mut |seen| {
+        if records.len() >= MAX_RECORDS {
+            return Err(too_many());
+        }
+        let path = seen.rel.as_os_str().as_encoded_bytes().to_vec();
+        match seen.kind {
+            Kind::Symlink => match seen.dir.read_link(seen.name) {
+                Ok(t) => records.push(Record { path, state: State::Link { target: t.into_encoded_bytes() } }),
+                // Gone or no longer a link since readdir: not recorded.
+                Err(_) => {}
+            },
+            Kind::File => {
+                // A file the stat cache vouches for is not even opened (an lstat, as git's).
+                if let Ok(Some(st)) = scan::lstat(&seen.dir.fd(), seen.name) {
+                    if st.kind() == Kind::File && st.size <= max_file {
+                        if let Some(hash) = cache.lookup(&path, &st) {
+                            stats.cached += 1;
+                            next_cache.insert(path.clone(), st, hash);
+                            records.push(Record { path, state: State::File { mode: st.mode & 0o777, size: st.size, hash } });
+                            return Ok(());
+                        }
+                    }
+                }
+                let (mut file, _) = match seen.dir.open_regular(seen.name) {
+                    Ok(Ok(f)) => f,
+                    Ok(Err(_)) => return Ok(()),
+                    Err(e) if crate::walk::is_swapped(&e) => return Ok(()),
+                    Err(e) => return Err(Error::from_io(&e, &scan::shown(&path))),
+                };
+                let before = Stat::of(&rustix::fs::fstat(&file).map_err(|e| Error::from_io(&e.into(), &scan::shown(&path)))?);
+                if before.size > max_file {
+                    not_kept.push((path, before.size));
+                    return Ok(());
+                }
+                let mode = before.mode & 0o777;
+                let (hash, size, added) = cp.store.put(&mut file, max_file + 1, cancel)?;
+                stats.read += 1;
+                if added > 0 {
+                    stats.new_bytes += added;
+                }
+                if size > max_file {
+                    // Grew past the limit while read.
+                    not_kept.push((path, size));
+                    return Ok(());
+                }
+                let after = rustix::fs::fstat(&file).map(|s| Stat::of(&s));
+                if after.as_ref().is_ok_and(|a| *a == before) && size == before.size {
+                    next_cache.insert(path.clone(), before, hash);
+                }
+                records.push(Record { path, state: State::File { mode, size, hash } });
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    cancel.check()?;
+    records.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    not_kept.sort_unstable();
+    if stats.new_bytes > 0 {
+        cp.store.sync()?;
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    // Ids sort in creation order: each later than the store's latest (a clock that stepped
+    // back, or two checkpoints in one millisecond).
+    let latest = cp.store.ids()?.last().and_then(|l| u64::from_str_radix(&l[..12], 16).ok()).unwrap_or(0);
+    let created_at = now.max(latest + 1);
+    let id = new_id(created_at);
+    let bytes = records.iter().map(|r| if let State::File { size, .. } = r.state { size } else { 0 }).sum();
+    let summary = Summary { id: id.clone(), label: label.clone(), created_at, files: records.len() as u64, bytes };
+    let manifest = Manifest { summary, records, not_kept };
+    cp.store.write_manifest(&manifest)?;
+    // The checkpoint exists from here on; what follows only speeds up or bounds the store.
+    let _ = next_cache.save(&cp.store, started);
+    let usage = match cp.store.usage() {
+        Some(u) if !must_collect => u + stats.new_bytes,
+        _ => {
+            must_collect = false;
+            cp.store.collect(&Cancel::new())?
+        }
+    };
+    let _ = must_collect;
+    let mut dropped = Vec::new();
+    let mut usage = usage;
+    if usage > cp.max_bytes {
+        for old in cp.store.ids()? {
+            if usage <= cp.max_bytes || old == id {
+                break;
+            }
+            cp.store.remove_manifest(&old)?;
+            dropped.push(old);
+            usage = cp.store.collect(&Cancel::new())?;
+        }
+    } else {
+        cp.store.set_usage(usage)?;
+    }
+    let Manifest { summary, not_kept, .. } = manifest;
+    Ok((
+        Created {
+            id,
+            label,
+            created_at,
+            files: summary.files,
+            bytes: summary.bytes,
+            not_kept: not_kept.into_iter().map(|(p, bytes)| NotKept { path: scan::shown(&p), bytes }).collect(),
+            dropped,
+        },
+        stats,
+    ))
+}
