@@ -5,10 +5,18 @@
 import { Gate, attachHooks, gateReadTool, type ApprovalOptions, type WriteSpec } from "./approval.js";
 import { createCheckpoints, type CheckpointCreated, type CheckpointDiff, type CheckpointRewound, type CheckpointSummary, type CheckpointsOptions } from "./checkpoints.js";
 import { ToolError } from "./errors.js";
-import type { DescriptionStyle } from "./options.js";
-import { checkSchema, nullable, type JsonSchema } from "./schema.js";
-import type { AnyTool, Tool, ToolContext } from "./tool.js";
+import type { DescriptionStyle } from "./common-options.js";
+import { checkSchema, type JsonSchema } from "./schema.js";
+import type { Tool, ToolContext } from "./tool.js";
 
+/** One of the checkpoint tools (contract §19). */
+export type CheckpointTool =
+  | Tool<"checkpoint", { label?: string }, CheckpointCreated>
+  | Tool<"list_checkpoints", Record<string, never>, { checkpoints: CheckpointSummary[] }>
+  | Tool<"diff_checkpoint", { id: string }, CheckpointDiff>
+  | Tool<"rewind_checkpoint", { id: string; expectedHash: string }, CheckpointRewound>;
+
+/** The options of the checkpoint tools. */
 export interface CheckpointToolsOptions extends ApprovalOptions {
   descriptions?: DescriptionStyle;
   /** The checkpoints' own options (store, bounds, exclude, protect). */
@@ -63,11 +71,11 @@ const rewindParameters: JsonSchema = {
 };
 
 /** The four checkpoint tools for one workspace root, sharing one store. */
-export function createCheckpointTools(root: string, options: CheckpointToolsOptions = {}): AnyTool[] {
+export function createCheckpointTools(root: string, options: CheckpointToolsOptions = {}): CheckpointTool[] {
   const cps = createCheckpoints(root, options.checkpoints);
   const gate = new Gate("createCheckpointTools", options, root);
   const full = options.descriptions === "full";
-  const checkpoint = gateReadTool<{ label?: string }, CheckpointCreated, Tool<{ label?: string }, CheckpointCreated>>(
+  const checkpoint = gateReadTool<{ label?: string }, CheckpointCreated, Tool<"checkpoint", { label?: string }, CheckpointCreated>>(
     {
       name: "checkpoint",
       effect: "read",
@@ -86,7 +94,7 @@ export function createCheckpointTools(root: string, options: CheckpointToolsOpti
     gate,
     () => ["."],
   );
-  const list = gateReadTool<Record<string, never>, { checkpoints: CheckpointSummary[] }, Tool<Record<string, never>, { checkpoints: CheckpointSummary[] }>>(
+  const list = gateReadTool<Record<string, never>, { checkpoints: CheckpointSummary[] }, Tool<"list_checkpoints", Record<string, never>, { checkpoints: CheckpointSummary[] }>>(
     {
       name: "list_checkpoints",
       effect: "read",
@@ -102,7 +110,7 @@ export function createCheckpointTools(root: string, options: CheckpointToolsOpti
     gate,
     () => ["."],
   );
-  const diff = gateReadTool<{ id: string }, CheckpointDiff, Tool<{ id: string }, CheckpointDiff>>(
+  const diff = gateReadTool<{ id: string }, CheckpointDiff, Tool<"diff_checkpoint", { id: string }, CheckpointDiff>>(
     {
       name: "diff_checkpoint",
       effect: "read",
@@ -142,7 +150,7 @@ export function createCheckpointTools(root: string, options: CheckpointToolsOpti
       return cps.rewind(input.id, { expectedHash: input.expectedHash }, { signal: context?.signal });
     },
   };
-  const rewind: Tool<RewindInput, CheckpointRewound> = attachHooks(
+  const rewind: Tool<"rewind_checkpoint", RewindInput, CheckpointRewound> = attachHooks(
     {
       name: "rewind_checkpoint",
       effect: "write",
@@ -162,7 +170,6 @@ export function createCheckpointTools(root: string, options: CheckpointToolsOpti
     },
     gate.hooks("rewind_checkpoint", spec),
   );
-  return [checkpoint, list, diff, rewind] as AnyTool[];
+  return [checkpoint, list, diff, rewind];
 }
 
-void nullable;

@@ -22,7 +22,7 @@ import {
 import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js";
 import { asPartOf, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
-import { createCheckpointTools, type CheckpointToolsOptions } from "./checkpoint-tools.js";
+import { createCheckpointTools, type CheckpointTool, type CheckpointToolsOptions } from "./checkpoint-tools.js";
 import { CHECKPOINTS_OPTIONS, type CheckpointsOptions } from "./checkpoints.js";
 import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
@@ -193,7 +193,8 @@ export type CodingTool =
   | ReturnType<typeof createNodeProcessTool>
   | ReturnType<typeof createRunCommandTool>
   | ReturnType<typeof createRunTestsTool>
-  | ProcessTools[number];
+  | ProcessTools[number]
+  | CheckpointTool;
 
 /**
  * The tools of `createCodingTools`: an array of tools (iterate it, pass it to `ToolRegistry` and
@@ -249,7 +250,7 @@ function codingTools(root: string, options: CodingToolsOptions): CodingTools {
 }
 
 /** The checkpoint tools of the set: the write guard's globs protect from a rewind too. */
-function checkpointTools(root: string, options: CodingToolsOptions, base: Omit<CheckpointToolsOptions, "checkpoints">, protect: readonly string[] | undefined): AnyTool[] {
+function checkpointTools(root: string, options: CodingToolsOptions, base: Omit<CheckpointToolsOptions, "checkpoints">, protect: readonly string[] | undefined): CheckpointTool[] {
   const own = options.checkpoints === true || options.checkpoints === undefined || options.checkpoints === false ? {} : options.checkpoints;
   const checkpoints: CheckpointsOptions = { ...(protect !== undefined ? { protect: [...protect] } : {}), ...defined(own) };
   return createCheckpointTools(root, { ...base, checkpoints });

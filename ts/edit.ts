@@ -65,10 +65,6 @@ function describe(limit: number): string {
   ].join(" ");
 }
 
-/** edit_file's input. */
-export type EditFileInput = EditInput;
-/** edit_file's result. */
-export type EditFileOutput = EditOutput;
 /** The `edit_file` tool. */
 export type EditFileTool = WorkcellTool<"edit_file", EditFileInput, EditFileOutput, "write">;
 

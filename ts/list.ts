@@ -57,10 +57,6 @@ const compactParameters = withDescriptions(parameters, {
 
 const compactDescription = "List the files beneath a directory as workspace-relative paths, directories ending in /; note says what was left out.";
 
-/** list_files's input. */
-export type ListFilesInput = ListInput;
-/** list_files's result. */
-export type ListFilesOutput = ListOutput;
 /** The `list_files` tool. */
 export type ListFilesTool = WorkcellTool<"list_files", ListFilesInput, ListFilesOutput, "read">;
 

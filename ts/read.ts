@@ -24,10 +24,6 @@ import type { ReadImageOutput } from "./image.js";
 import type { ReadFileInput, ReadFileOutput, ReadFileText, ReadFileWindow } from "./generated/contract.js";
 export type { ReadFileInput, ReadFileOutput, ReadFileText, ReadFileWindow } from "./generated/contract.js";
 
-/** read_file's input. */
-export type ReadFileInput = ReadInput;
-/** read_file's result: a text file (whole or a window of lines) or an image. */
-export type ReadFileOutput = ReadOutput | ReadImageOutput;
 /** The `read_file` tool. */
 export type ReadFileTool = WorkcellTool<"read_file", ReadFileInput, ReadFileOutput, "read"> & { readonly [WORKSPACE_ROOT]: string };
 

@@ -59,10 +59,6 @@ const compactParameters = withDescriptions(parameters, {
 const compactDescription =
   "Search file contents line by line (ripgrep's engine); returns `path:line: text` matches. Ignored and binary files are skipped; note says when results were cut.";
 
-/** search_files's input. */
-export type SearchFilesInput = SearchInput;
-/** search_files's result. */
-export type SearchFilesOutput = SearchOutput;
 /** The `search_files` tool. */
 export type SearchFilesTool = WorkcellTool<"search_files", SearchFilesInput, SearchFilesOutput, "read">;
 

@@ -67,10 +67,6 @@ function describe(limit: number): string {
   ].join(" ");
 }
 
-/** write_file's input. */
-export type WriteFileInput = WriteInput;
-/** write_file's result. */
-export type WriteFileOutput = WriteOutput;
 /** The `write_file` tool. */
 export type WriteFileTool = WorkcellTool<"write_file", WriteFileInput, WriteFileOutput, "write">;
 
