@@ -59,6 +59,8 @@ fn after(fd: OwnedFd, id: Identity, then: Waiter) {
     let group = lock(&GROUPS).entry(id).or_default().clone();
     let mut g = lock(&group);
     let need = g.started + 1;
+    #[cfg(test)]
+    let need = if hooks::protection_off() && g.running { g.started } else { need };
     g.waiters.push((need, then));
     if g.running {
         return;
@@ -175,19 +177,26 @@ pub(crate) fn deferring<T>(job: impl FnOnce() -> T) -> (T, Option<Pending>) {
 #[cfg(test)]
 pub(crate) mod hooks {
     use std::sync::atomic::AtomicUsize;
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     use crate::root::Identity;
 
     /// Directory flushes done (all directories).
     pub static FLUSHES: AtomicUsize = AtomicUsize::new(0);
-    type Hook = Box<dyn Fn(Identity) + Send + Sync>;
+    type Hook = Arc<dyn Fn(Identity) + Send + Sync>;
     /// Called on the flush lane right before each directory flush.
     pub static BEFORE_FLUSH: Mutex<Option<Hook>> = Mutex::new(None);
 
     pub(super) fn before_flush(id: Identity) {
-        if let Some(hook) = BEFORE_FLUSH.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        let hook = BEFORE_FLUSH.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(hook) = hook {
             hook(id)
         }
+    }
+
+    /// The protection off, to show that the tests can fail (`WORKCELL_TEST_FLUSH_OFF=1`): a
+    /// writer is answered before its flush, and one arriving during a flush by that flush.
+    pub fn protection_off() -> bool {
+        std::env::var_os("WORKCELL_TEST_FLUSH_OFF").is_some()
     }
 }

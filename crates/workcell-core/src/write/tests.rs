@@ -448,6 +448,8 @@ impl Drop for FlushHookReset {
 #[test]
 fn a_write_is_answered_only_after_a_flush_of_its_directory_that_started_after_its_rename() {
     let _serial = FLUSH_HOOK_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Dropped last: a failing assertion first drops the gate's sender, which lets a held flush go.
+    let _reset = FlushHookReset;
     let (_t, root, ws) = setup();
     fs::create_dir(root.join("d")).unwrap();
     let dir_id = Identity::of_std(&fs::metadata(root.join("d")).unwrap());
@@ -462,12 +464,11 @@ fn a_write_is_answered_only_after_a_flush_of_its_directory_that_started_after_it
     let gate = std::sync::Mutex::new(gate);
     let started_tx = std::sync::Mutex::new(started_tx);
     let file = root.join("d/f.txt");
-    let _reset = FlushHookReset;
-    *flush::hooks::BEFORE_FLUSH.lock().unwrap() = Some(Box::new(move |id| {
+    *flush::hooks::BEFORE_FLUSH.lock().unwrap() = Some(Arc::new(move |id| {
         if id == dir_id {
             let renamed = fs::read_to_string(&file).is_ok_and(|s| s == "new");
-            started_tx.lock().unwrap().send(renamed).unwrap();
-            gate.lock().unwrap().recv().unwrap();
+            let _ = started_tx.lock().unwrap().send(renamed);
+            let _ = gate.lock().unwrap().recv();
         }
     }));
 
@@ -486,6 +487,8 @@ fn a_write_is_answered_only_after_a_flush_of_its_directory_that_started_after_it
 #[test]
 fn writers_that_arrive_during_a_flush_share_the_next_one_and_none_is_answered_by_an_earlier_one() {
     let _serial = FLUSH_HOOK_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Dropped last: a failing assertion first drops the gate's sender, which lets a held flush go.
+    let _reset = FlushHookReset;
     let (_t, root, ws) = setup();
     fs::create_dir(root.join("d")).unwrap();
     let dir_id = Identity::of_std(&fs::metadata(root.join("d")).unwrap());
@@ -499,13 +502,12 @@ fn writers_that_arrive_during_a_flush_share_the_next_one_and_none_is_answered_by
     let gate = std::sync::Mutex::new(gate);
     let started_tx = std::sync::Mutex::new(started_tx);
     let count = std::sync::atomic::AtomicUsize::new(0);
-    let _reset = FlushHookReset;
-    *flush::hooks::BEFORE_FLUSH.lock().unwrap() = Some(Box::new(move |id| {
+    *flush::hooks::BEFORE_FLUSH.lock().unwrap() = Some(Arc::new(move |id| {
         if id == dir_id {
             let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            started_tx.lock().unwrap().send(n).unwrap();
+            let _ = started_tx.lock().unwrap().send(n);
             if n == 1 {
-                gate.lock().unwrap().recv().unwrap();
+                let _ = gate.lock().unwrap().recv();
             }
         }
     }));
