@@ -58,18 +58,28 @@ export default async function bench(h) {
       throw new Error("bench: readers disagree");
     }
 
-    const ours = await h.latency(() => tool.execute(input, context), { iterations: 20_000, warmup: 2_000 });
-    const node = await h.latency(() => fs.promises.readFile(file, "utf8"), { iterations: 20_000, warmup: 2_000 });
+    // Alternating rounds (4,000 calls each after a warm-up), so both see the same machine.
+    const mine = [];
+    const base = [];
+    await h.latency(() => tool.execute(input, context), { iterations: 0, warmup: 2_000 });
+    await h.latency(() => fs.promises.readFile(file, "utf8"), { iterations: 0, warmup: 2_000 });
+    for (let r = 0; r < 5; r++) {
+      mine.push((await h.latency(() => tool.execute(input, context), { iterations: 4_000, warmup: 0 })).median);
+      base.push((await h.latency(() => fs.promises.readFile(file, "utf8"), { iterations: 4_000, warmup: 0 })).median);
+    }
+    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const ours = { median: med(mine) };
+    const node = { median: med(base) };
     h.row({
-      name: "read_file 4 KiB, median latency",
+      name: "read_file 4 KiB, sequential calls: median latency",
       subject: "read_file via tool.execute",
       baseline: "fs.promises.readFile",
       unit: "µs",
       subjectValue: ours.median,
       baselineValue: node.median,
       ratio: ours.median / node.median,
-      target: "<= 0.5",
-      pass: ours.median / node.median <= 0.5,
+      target: "<= 0.3",
+      pass: ours.median / node.median <= 0.3,
     });
 
     const durationMs = 3000;

@@ -616,6 +616,24 @@ export class Gate {
   /** Runs one validated call through the gate. */
   execute<I, O>(tool: string, spec: GateSpec<I, O>, input: I, context: ToolContext): Promise<O> {
     const signal = context?.signal;
+    // A file call that the rules (or their absence) allow, with no audit hook to tell: the
+    // same checks as below, without an audit event nobody receives or the two async frames
+    // around the call (a quarter of a 4 KiB read_file's time on the event loop's thread).
+    if (this.#onAudit === undefined && spec.effect !== "process") {
+      try {
+        if (signal?.aborted) throw abortError(signal);
+        let paths: string[];
+        try {
+          paths = spec.paths(input);
+        } catch (err) {
+          if (err instanceof ToolError) throw err;
+          throw invalidArguments(ArgumentsReason.INVALID_ARGUMENTS_SHAPE, "an argument has the wrong type; call the tool with the types of its parameters schema (validate the input first)");
+        }
+        if (this.#decide(tool, spec, undefined, paths, undefined) === "allow") return this.#run(spec, input, context, undefined);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     return this.#audited(tool, spec, input, async (event) => {
       if (signal?.aborted) throw abortError(signal);
       let argv: string[] | undefined;

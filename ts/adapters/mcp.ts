@@ -178,10 +178,11 @@ function mcpOutputSchema(schema: JsonSchema): JsonSchema {
 
 /** An MCP tool result from a workcell result: the JSON as text, and as structuredContent when the tool declares an outputSchema. */
 function toCallToolResult(result: ToolResult, structured: boolean): CallToolResult {
+  // Parsed once, for the image check and as structuredContent (a 1,000-entry listing is 30 KB).
+  const value = result.isError ? undefined : (JSON.parse(result.content) as unknown);
   if (!result.isError) {
     // An image read_file returned: an image block, and its path, size and hash as text (and as
     // structuredContent, without the base64 said once already).
-    const value = JSON.parse(result.content) as unknown;
     if (isImageOutput(value)) {
       const { data, mimeType, ...rest } = value;
       const meta = { ...rest, mimeType };
@@ -197,7 +198,7 @@ function toCallToolResult(result: ToolResult, structured: boolean): CallToolResu
     }
   }
   const out: CallToolResult = { content: [{ type: "text", text: result.content }], isError: result.isError };
-  if (structured && !result.isError) out.structuredContent = JSON.parse(result.content) as Record<string, unknown>;
+  if (structured && !result.isError) out.structuredContent = value as Record<string, unknown>;
   return out;
 }
 

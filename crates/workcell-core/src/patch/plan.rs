@@ -628,7 +628,8 @@ pub fn run(ws: &Arc<Workspace>, req: &PatchRequest, resolution: Resolution, canc
     for e in entries {
         for r in std::iter::once(&e.src).chain(e.dest.as_ref()) {
             if !synced.contains(&r.dir_id) {
-                let _ = write::fsync_dir(&r.dir);
+                // Shared with the writes flushing the same directory at the same time.
+                let _ = write::flush::flush_dir(&r.dir, r.dir_id, "");
                 synced.push(r.dir_id);
             }
         }

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::path::RelPath;
 use crate::root::{Identity, Workspace};
 
-use super::at::{changed, check_writable, fsync_dir, id_of, identity_at, io_err, lstat_at, Existing};
+use super::at::{changed, check_writable, id_of, identity_at, io_err, lstat_at, Existing};
 use super::resolve::Resolved;
 
 pub use super::sweep::TEMP_PREFIX;
@@ -301,10 +301,12 @@ pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content
     rename_at(&target.dir, &temp_name, &target.name).map_err(io)?;
     temp.installed = true;
     step(Step::AfterRename, &temp_name);
-    fsync_dir(&target.dir).map_err(io)?;
     match identity_at(&target.dir, &target.name) {
         Ok(Some(id)) if id == temp.id => {}
         _ => return Err(changed(shown, "installed file")),
     }
+    // The rename made durable: a flush of the directory that started after it, shared with
+    // the writes into the same directory at the same time (`super::flush`).
+    super::flush::flush_dir(&target.dir, target.dir_id, shown)?;
     Ok(WriteOutput { path: shown.to_string(), bytes: content.len(), created: before == Existing::Absent })
 }

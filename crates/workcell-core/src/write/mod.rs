@@ -16,8 +16,9 @@
 //!    mode 0600; write everything; give it the old target's permission bits (0644 for a new
 //!    file); fsync; link it under a `.workcell-tmp-*` name; check that the name still names
 //!    the open file; recheck root, parent, target and
-//!    cancellation; `renameat` over the target; fsync the directory; check that the installed
-//!    file is the temp. Any failure before the rename removes the temp (only if the name still
+//!    cancellation; `renameat` over the target; check that the installed file is the temp;
+//!    fsync the directory, sharing the flush with the writes into it at the same time
+//!    ([`flush`]: the call returns after a flush that started after its rename). Any failure before the rename removes the temp (only if the name still
 //!    names the file this call created) and leaves the old target untouched.
 //!
 //! The phases are shared with `edit_file` through [`Job`]: a job is checked against the write
@@ -33,6 +34,7 @@
 
 pub mod at;
 pub mod checks;
+pub(crate) mod flush;
 pub mod install;
 pub mod queue;
 pub mod resolve;

@@ -228,10 +228,21 @@ pub fn spawn_job<J: Job>(
                     drop(permit);
                     return settle.done(Err(e));
                 }
-                let started = start(ws, job, ticket, cancel);
+                // The directory flush is left to the flush lane, which settles the call after
+                // it; this thread goes on with the next write meanwhile.
+                let (started, flush) = super::flush::deferring(|| start(ws, job, ticket, cancel));
                 drop(running);
                 drop(permit);
                 match started {
+                    Started::Done(Ok(out)) => match flush {
+                        #[cfg(test)]
+                        Some(flush) if super::flush::hooks::protection_off() => {
+                            settle.done(Ok(out));
+                            flush.then(|_| {})
+                        }
+                        Some(flush) => flush.then(move |r| settle.done(r.map(|()| out))),
+                        None => settle.done(Ok(out)),
+                    },
                     Started::Done(out) => settle.done(out),
                     Started::Queued(queued) => {
                         runtime.spawn(async move { settle.done(queued.finish().await) });

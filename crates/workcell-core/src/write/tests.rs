@@ -432,3 +432,114 @@ fn where_unnamed_temps_are_unsupported_a_named_temp_installs_and_leaves_nothing(
     assert_eq!(fs::read_to_string(root.join("target")).unwrap(), "new");
     assert!(temps(&root).is_empty());
 }
+
+use crate::root::Identity;
+
+/// The flush hook and counter are process-wide: the tests that set them run one at a time.
+static FLUSH_HOOK_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct FlushHookReset;
+impl Drop for FlushHookReset {
+    fn drop(&mut self) {
+        *flush::hooks::BEFORE_FLUSH.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+#[test]
+fn a_write_is_answered_only_after_a_flush_of_its_directory_that_started_after_its_rename() {
+    let _serial = FLUSH_HOOK_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Dropped last: a failing assertion first drops the gate's sender, which lets a held flush go.
+    let _reset = FlushHookReset;
+    let (_t, root, ws) = setup();
+    fs::create_dir(root.join("d")).unwrap();
+    let dir_id = Identity::of_std(&fs::metadata(root.join("d")).unwrap());
+    let ws = Arc::new(ws);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let _ctx = rt.enter();
+
+    // Each flush of d/ says when it starts, whether the write's rename was already done then
+    // (the new content is at the name), and waits until the test lets it run.
+    let (started_tx, started) = std::sync::mpsc::channel::<bool>();
+    let (go, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let started_tx = std::sync::Mutex::new(started_tx);
+    let file = root.join("d/f.txt");
+    *flush::hooks::BEFORE_FLUSH.lock().unwrap() = Some(Arc::new(move |id| {
+        if id == dir_id {
+            let renamed = fs::read_to_string(&file).is_ok_and(|s| s == "new");
+            let _ = started_tx.lock().unwrap().send(renamed);
+            let _ = gate.lock().unwrap().recv();
+        }
+    }));
+
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let request = WriteRequest::new("d/f.txt", "new".into(), MAX_WRITE_BYTES).unwrap();
+    spawn_write(ws.clone(), request, ticket(), Cancel::new(), move |r| done_tx.send(r).unwrap());
+
+    // The flush starts after the rename, and the write is not answered while it runs.
+    assert!(started.recv().unwrap(), "the directory flush started before the write's rename");
+    assert!(done.try_recv().is_err(), "the write was answered before its directory was flushed");
+    go.send(()).unwrap();
+    done.recv().unwrap().unwrap();
+    assert_eq!(fs::read_to_string(root.join("d/f.txt")).unwrap(), "new");
+}
+
+#[test]
+fn writers_that_arrive_during_a_flush_share_the_next_one_and_none_is_answered_by_an_earlier_one() {
+    let _serial = FLUSH_HOOK_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Dropped last: a failing assertion first drops the gate's sender, which lets a held flush go.
+    let _reset = FlushHookReset;
+    let (_t, root, ws) = setup();
+    fs::create_dir(root.join("d")).unwrap();
+    let dir_id = Identity::of_std(&fs::metadata(root.join("d")).unwrap());
+    let ws = Arc::new(ws);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let _ctx = rt.enter();
+
+    // The first flush of d/ is held until the other writers have all renamed; then flushes run.
+    let (started_tx, started) = std::sync::mpsc::channel::<usize>();
+    let (go, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let started_tx = std::sync::Mutex::new(started_tx);
+    let count = std::sync::atomic::AtomicUsize::new(0);
+    *flush::hooks::BEFORE_FLUSH.lock().unwrap() = Some(Arc::new(move |id| {
+        if id == dir_id {
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let _ = started_tx.lock().unwrap().send(n);
+            if n == 1 {
+                let _ = gate.lock().unwrap().recv();
+            }
+        }
+    }));
+
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let first = WriteRequest::new("d/first.txt", "1".into(), MAX_WRITE_BYTES).unwrap();
+    {
+        let done_tx = done_tx.clone();
+        spawn_write(ws.clone(), first, ticket(), Cancel::new(), move |r| done_tx.send(("first".to_string(), r)).unwrap());
+    }
+    assert_eq!(started.recv().unwrap(), 1);
+    // Flush 1 is running: these rename meanwhile, so flush 1 may not answer them.
+    let n = 8;
+    for i in 0..n {
+        let request = WriteRequest::new(&format!("d/w{i}.txt"), "x".into(), MAX_WRITE_BYTES).unwrap();
+        let done_tx = done_tx.clone();
+        spawn_write(ws.clone(), request, ticket(), Cancel::new(), move |r| done_tx.send((format!("w{i}"), r)).unwrap());
+    }
+    drop(done_tx);
+    // Wait until all of them renamed (their files are there), then let flush 1 end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while (0..n).any(|i| !root.join(format!("d/w{i}.txt")).exists()) {
+        assert!(std::time::Instant::now() < deadline, "the writers did not rename");
+        std::thread::yield_now();
+    }
+    assert!(done.try_recv().is_err(), "a write was answered while the flush it waits for was held");
+    go.send(()).unwrap();
+    let answered: Vec<_> = done.iter().collect();
+    assert_eq!(answered.len(), n + 1);
+    assert!(answered.iter().all(|(_, r)| r.is_ok()));
+    // The first was answered by flush 1, the others by a later one: one flush for all eight
+    // (two flushes in all, not nine).
+    let flushes: Vec<usize> = started.try_iter().collect();
+    assert_eq!(flushes, vec![2], "the eight writers that renamed during flush 1 should share flush 2");
+}
