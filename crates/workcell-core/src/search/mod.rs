@@ -1,7 +1,10 @@
 //! `search_files`: a regex search over the files beneath a directory, with ripgrep's crates.
 //!
-//! The walk is [`crate::walk`]'s (descriptors only, `O_NOFOLLOW`, `.gitignore` honoured,
-//! symlinks never followed, FIFOs and devices never opened). Each regular file is opened
+//! The walk is [`crate::walk::Walker`], depth first (descriptors only, `O_NOFOLLOW`,
+//! `.gitignore` honoured, symlinks never followed, FIFOs and devices never opened); `tree.rs`
+//! keeps its files. The rest, one file per concern: `pattern.rs` (the pattern and the glob),
+//! `file.rs` (searching one file), `budget.rs` (what stops a search), `merge.rs` (results
+//! into tree order), `workers.rs` (the searching threads). Each regular file is opened
 //! beneath its directory's descriptor with `O_NOFOLLOW | O_NONBLOCK`, checked with `fstat`, and
 //! searched with `grep-searcher` (line by line, binary files skipped: a NUL byte anywhere makes
 //! the file's matches disappear). Files are searched in parallel, but matches are reported in

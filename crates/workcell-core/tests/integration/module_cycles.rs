@@ -362,21 +362,23 @@ fn normal(p: &Path) -> PathBuf {
 fn ts_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut list = Vec::new();
     files_with(dir, "ts", &mut list);
-    let name = |p: &Path| p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-    let known: BTreeSet<String> = list.iter().map(|p| name(p)).collect();
+    let dir = normal(dir);
+    // A module's path in the folder (`None` outside it, such as `../native/binding.js`).
+    let name = |p: &Path| normal(p).strip_prefix(&dir).ok().map(|r| r.to_string_lossy().into_owned());
+    let known: BTreeSet<String> = list.iter().filter_map(|p| name(p)).collect();
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &list {
         let code = ts_code(&std::fs::read_to_string(f).unwrap());
+        let from = name(f).expect("a file of the folder");
         for spec in ts_specifiers(&code) {
-            let target = normal(&f.parent().unwrap().join(&spec));
-            let mut target = name(&target);
+            let Some(mut target) = name(&f.parent().unwrap().join(&spec)) else { continue };
             if let Some(stem) = target.strip_suffix(".js") {
                 target = format!("{stem}.ts");
             } else if !target.ends_with(".ts") {
                 target.push_str(".ts");
             }
             if known.contains(&target) {
-                g.entry(name(f)).or_default().insert(target);
+                g.entry(from.clone()).or_default().insert(target);
             }
         }
     }
