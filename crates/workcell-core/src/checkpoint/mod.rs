@@ -171,7 +171,7 @@ impl Checkpoints {
         store::check_id(id)?;
         let _lock = self.store.lock(true, cancel)?;
         self.store.remove_manifest(id)?;
-        self.store.collect(cancel)?;
+        collect(&self.store, cancel)?;
         Ok(())
     }
 }
@@ -198,6 +198,14 @@ fn inside(path: &Path, root: &Path) -> bool {
             _ => return path.starts_with(root),
         }
     }
+}
+
+/// Removes the contents no checkpoint names (under the store's exclusive lock): the stat cache
+/// is pruned first, so that it never names a content that is gone. Returns the bytes kept.
+pub(crate) fn collect(store: &store::Store, cancel: &Cancel) -> Result<u64> {
+    let live = store.live(cancel)?;
+    statcache::StatCache::prune(store, &live)?;
+    store.sweep(&live, cancel)
 }
 
 /// `CHECKPOINT_NOT_FOUND` for `id`.

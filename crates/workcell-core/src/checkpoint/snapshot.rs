@@ -169,7 +169,7 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
         Some(u) if !must_collect => u + stats.new_bytes,
         _ => {
             must_collect = false;
-            cp.store.collect(&Cancel::new())?
+            super::collect(&cp.store, &Cancel::new())?
         }
     };
     let _ = must_collect;
@@ -182,7 +182,7 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
             }
             cp.store.remove_manifest(&old)?;
             dropped.push(old);
-            usage = cp.store.collect(&Cancel::new())?;
+            usage = super::collect(&cp.store, &Cancel::new())?;
         }
     } else {
         cp.store.set_usage(usage)?;

@@ -5,7 +5,7 @@
 //!   whichever checkpoint and path it belongs to);
 //! - `manifests/<id>`: one checkpoint: its header (id, label, time, counts) and one line per
 //!   recorded file (mode, size, hash, path) or symlink (text, path);
-//! - `statcache`: the stat cache ([`super::statcache`]); `usage`: the bytes of the objects;
+//! - `statcache`: the stat cache (its own module); `usage`: the bytes of the objects;
 //! - `tmp/`: what is being written; `lock`: the lock that orders processes.
 //!
 //! Every file is written under `tmp/` and renamed into place, so a host killed at any moment
@@ -487,9 +487,8 @@ impl Store {
         }
     }
 
-    /// Removes the objects no manifest names and recounts the usage (under the exclusive
-    /// lock). Returns the bytes kept.
-    pub(crate) fn collect(&self, cancel: &Cancel) -> Result<u64> {
+    /// The contents the manifests name.
+    pub(crate) fn live(&self, cancel: &Cancel) -> Result<HashSet<[u8; 32]>> {
         let mut live: HashSet<[u8; 32]> = HashSet::new();
         for id in self.ids()? {
             cancel.check()?;
@@ -500,8 +499,12 @@ impl Store {
                 }
             }
         }
-        // The stat cache first: it must never name a content that is gone.
-        super::statcache::StatCache::prune(self, &live)?;
+        Ok(live)
+    }
+
+    /// Removes the objects not in `live` and recounts the usage (under the exclusive lock; see
+    /// [`super::collect`]). Returns the bytes kept.
+    pub(crate) fn sweep(&self, live: &HashSet<[u8; 32]>, cancel: &Cancel) -> Result<u64> {
         let mut kept = 0u64;
         for sub in self.dir.read_dir("objects").map_err(|e| store_err("objects", e))?.flatten() {
             cancel.check()?;
