@@ -115,6 +115,12 @@ export declare class NativeWorkspace {
    * Takes its place in the target's write queue synchronously (shared with write_file).
    */
   editFile(path: string, edits: Array<EditArg>, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, expectedHash?: string | undefined | null, guard?: WriteGuard | undefined | null): Promise<C.Outcome<C.EditFileOutput>>
+  /** move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`. */
+  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<C.Outcome<C.MoveFileOutput>>
+  /** delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`. */
+  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<C.Outcome<C.DeleteFileOutput>>
+  /** make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`. */
+  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<C.Outcome<C.MakeDirectoryOutput>>
   /**
    * list_files: resolves to `{ ok: { path, entries, truncated, notShown, note? } }` or to
    * `{ error }`; never rejects.
@@ -125,12 +131,6 @@ export declare class NativeWorkspace {
    * places in the targets' write queues are taken synchronously, here.
    */
   applyPatch(patch: string, expectedHashes?: Array<PathHash> | undefined | null, maxBytes?: number | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null): Promise<C.Outcome<C.ApplyPatchOutput>>
-  /** move_file: resolves to `{ ok: { from, to, replaced } }` or to `{ error }`. */
-  moveFile(from: string, to: string, overwrite?: boolean | undefined | null, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<C.Outcome<C.MoveFileOutput>>
-  /** delete_file: resolves to `{ ok: { path, kind } }` or to `{ error }`. */
-  deleteFile(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<C.Outcome<C.DeleteFileOutput>>
-  /** make_directory: resolves to `{ ok: { path, created } }` or to `{ error }`. */
-  makeDirectory(path: string, cancel?: CancelHandle | undefined | null, guard?: WriteGuard | undefined | null, expected?: Array<PathHash> | undefined | null): Promise<C.Outcome<C.MakeDirectoryOutput>>
   /**
    * Checks node_process's input against every limit without any effect. Throws (message:
    * the tool error's JSON) with `TOOL_ARGUMENTS_INVALID`.
@@ -138,10 +138,11 @@ export declare class NativeWorkspace {
   checkNodeProcess(execPath: string, source: string, arguments: Array<string>): void
   /**
    * node_process: resolves to `{ ok }` (the output) or to `{ error }` (timeout,
-   * cancellation, limits); never rejects for a tool error. Throws synchronously when
-   * `options` (the core's `NodeOptions` as JSON) are unusable.
+   * cancellation, limits); never rejects for a tool error. `timeoutMs` is the model's, clamped
+   * in the core to the host's `maxTimeoutMs`. Throws synchronously when `options` (the core's
+   * `NodeOptions` as JSON) are unusable.
    */
-  nodeProcess(source: string, arguments: Array<string>, options: object, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<Omit<C.NodeProcessOutput, "denials" | "note">>>
+  nodeProcess(source: string, arguments: Array<string>, timeoutMs: number | undefined | null, options: object, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<Omit<C.NodeProcessOutput, "denials">>>
   /**
    * read_file: resolves to `{ ok: { path, content, bytes, hash } }` (an image:
    * `{ ok: { path, mimeType, data, bytes, hash } }`) or to `{ error }`; never rejects.

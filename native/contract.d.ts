@@ -85,6 +85,8 @@ export interface MakeDirectoryInput {
 export interface NodeProcessInput {
   source: string;
   arguments?: string[];
+  /** Clamped to the tool's maximum. */
+  timeoutMs?: number;
   grants?: Grants;
 }
 
@@ -270,7 +272,7 @@ export interface MakeDirectoryOutput {
   created: boolean;
 }
 
-/** node_process's result: the run, and the denials with their `note`. */
+/** node_process's result: the run (with its `note`), and the denials. */
 export interface NodeProcessOutput {
   exitCode: number | null;
   signal: string | null;
@@ -285,9 +287,10 @@ export interface NodeProcessOutput {
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
   network?: NetworkCounts;
-  denials?: SandboxDenial[];
-  /** The next step when the sandbox refused something. */
+  /** Set when the requested timeout was above the host's maximum and was clamped. */
   note?: string;
+  /** What the sandbox refused, as the output shows it (with a `note` on the next step). */
+  denials?: SandboxDenial[];
 }
 
 /** The `sandbox` field of a result. */

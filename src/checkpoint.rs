@@ -7,8 +7,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
-use workcell_core::checkpoint::{Checkpoints, Options};
-use workcell_core::pool::Lane;
+use workcell_core::api::checkpoint::{Checkpoints, Options};
+use workcell_core::api::pool::Lane;
 
 use crate::outcome::on_pool;
 use crate::workspace::{cancel_of, CancelHandle, NativeWorkspace};
@@ -41,8 +41,8 @@ impl NativeCheckpoints {
     ) -> napi::Result<Self> {
         let opts = Options {
             store_dir: store_dir.map(PathBuf::from),
-            max_bytes: bytes(max_bytes, workcell_core::checkpoint::DEFAULT_MAX_BYTES),
-            max_file_bytes: bytes(max_file_bytes, workcell_core::checkpoint::DEFAULT_MAX_FILE_BYTES),
+            max_bytes: bytes(max_bytes, workcell_core::api::checkpoint::DEFAULT_MAX_BYTES),
+            max_file_bytes: bytes(max_file_bytes, workcell_core::api::checkpoint::DEFAULT_MAX_FILE_BYTES),
             exclude: exclude.unwrap_or_default(),
             protect,
         };

@@ -4,8 +4,8 @@
 //! on JavaScript.
 
 use napi_derive::napi;
-use workcell_core::progress::{Progress, Update};
-use workcell_core::Cancel;
+use workcell_core::api::progress::{Progress, Update};
+use workcell_core::api::Cancel;
 
 use crate::workspace::CancelHandle;
 

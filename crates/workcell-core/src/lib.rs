@@ -83,6 +83,16 @@ pub mod api {
         pub use crate::pool::{more_work_soon, set_idle_hook, spawn, Lane};
     }
 
+    /// A call's progress while it runs (contract §18).
+    pub mod progress {
+        pub use crate::progress::{Progress, Update};
+    }
+
+    /// Checkpoints: record the workspace, see what changed, rewind it (contract §19).
+    pub mod checkpoint {
+        pub use crate::checkpoint::{Checkpoints, Options, DEFAULT_MAX_BYTES, DEFAULT_MAX_FILE_BYTES};
+    }
+
     /// read_file and its windows.
     pub mod read {
         pub use crate::page::read_window;
