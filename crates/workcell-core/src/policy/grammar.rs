@@ -486,6 +486,15 @@ impl Scanner<'_> {
                 }
             }
         }
+        if delimiter.iter().any(|c| c.is_ascii_control()) {
+            // bash reads a carriage return as part of the word, the parser as a blank (and an
+            // empty closing word followed by `&&` sent it into an endless loop that took all
+            // memory): a closing word with a control character is no word both agree on.
+            return Err(heredoc_refusal(
+                "<<",
+                "a here-document's closing word contains a control character (such as a carriage return: use \\n line ends and a plain word such as EOF)",
+            ));
+        }
         self.pending.push(Pending { delimiter, strip_tabs, quoted });
         Ok(j.min(end).max(i + 2))
     }
@@ -579,6 +588,17 @@ mod unit {
             assert_eq!(reason("coproc evil\n{ true; }", grammar), Some("shell_grammar"));
         }
         assert_eq!(reason("echo 'coproc'", Grammar::Bash), None);
+    }
+
+    #[test]
+    fn a_here_document_closed_by_a_carriage_return_is_refused_before_the_parser_loops() {
+        // `<<\r&& ` once sent the shell parser into an endless loop that allocated until the
+        // host ran out of memory: the scan refuses it before the parser sees it.
+        for text in ["<<\r&& ", "<< \r&& ", "cat <<\r&& echo", "cat <<'\r' && x", "cat <<E\rOF\nx\nE\rOF\n"] {
+            for grammar in [Grammar::Bash, Grammar::Posix] {
+                assert_eq!(reason(text, grammar), Some("here_document"), "{text:?}");
+            }
+        }
     }
 
     #[test]

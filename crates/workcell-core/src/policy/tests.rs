@@ -730,3 +730,16 @@ fn nested_default_expansions_over_the_cap_are_refused_before_parsing() {
     let within = format!("echo {}x{}", "\"${x:-".repeat(12), "}\"".repeat(12));
     check_case(&Policy::default(), &["bash", "-c", &within], None);
 }
+
+/// `bash -c '<<\r&& '` once sent the shell parser into an endless loop that allocated until the
+/// host process ran out of memory (found by `the_checker_never_panics_on_scripts`): it is refused
+/// as a here-document the shells read differently, at once.
+#[test]
+fn a_carriage_return_closing_a_here_document_is_refused_not_an_endless_parse() {
+    for script in ["<<\r&& ", "<< \r&& ", "x <<\r&& y"] {
+        for shell in ["bash", "sh", "zsh"] {
+            let err = check_command(&argv(&[shell, "-c", script]), &deny_rm()).unwrap_err();
+            assert_eq!(err.details.as_ref().and_then(|d| d["reason"].as_str()), Some("here_document"), "{shell} {script:?}: {err:?}");
+        }
+    }
+}
