@@ -20,6 +20,7 @@ export type ReadProcessOutput = ProcessOutput;
 /** The output of `stop_process`. */
 export type StopProcessOutput = ProcessOutput;
 
+/** The input of `read_file`. */
 export interface ReadFileInput {
   path: string;
   /** First line of a window, from 1. With `offset` or `limit`, a window of lines is read. */
@@ -28,6 +29,7 @@ export interface ReadFileInput {
   limit?: number;
 }
 
+/** The input of `list_files`. */
 export interface ListFilesInput {
   /** The directory to list (default: the root). */
   path?: string;
@@ -37,6 +39,7 @@ export interface ListFilesInput {
   gitignore?: boolean;
 }
 
+/** The input of `search_files`. */
 export interface SearchFilesInput {
   pattern: string;
   path?: string;
@@ -46,6 +49,7 @@ export interface SearchFilesInput {
   limit?: number;
 }
 
+/** The input of `write_file`. */
 export interface WriteFileInput {
   path: string;
   content: string;
@@ -53,6 +57,7 @@ export interface WriteFileInput {
   expectedHash?: string;
 }
 
+/** The input of `edit_file`. */
 export interface EditFileInput {
   path: string;
   edits: {
@@ -62,26 +67,31 @@ export interface EditFileInput {
   expectedHash?: string;
 }
 
+/** The input of `apply_patch`. */
 export interface ApplyPatchInput {
   patch: string;
   /** `{ path: hash }` from read_file (`"absent"`: the file must not exist). */
   expectedHashes?: Record<string, string>;
 }
 
+/** The input of `move_file`. */
 export interface MoveFileInput {
   from: string;
   to: string;
   overwrite?: boolean;
 }
 
+/** The input of `delete_file`. */
 export interface DeleteFileInput {
   path: string;
 }
 
+/** The input of `make_directory`. */
 export interface MakeDirectoryInput {
   path: string;
 }
 
+/** The input of `node_process`. */
 export interface NodeProcessInput {
   source: string;
   arguments?: string[];
@@ -100,6 +110,7 @@ export interface Grants {
   sandbox?: "off";
 }
 
+/** The input of `run_command`. */
 export interface RunCommandInput {
   argv: string[];
   cwd?: string;
@@ -108,6 +119,7 @@ export interface RunCommandInput {
   grants?: Grants;
 }
 
+/** The input of `run_tests`. */
 export interface RunTestsInput {
   /** The test runners run_tests knows. */
   runner: "vitest" | "node" | "go" | "cargo";
@@ -116,6 +128,7 @@ export interface RunTestsInput {
   grants?: Grants;
 }
 
+/** The input of `start_process`. */
 export interface StartProcessInput {
   argv: string[];
   cwd?: string;
@@ -128,6 +141,7 @@ export interface StartProcessInput {
   grants?: Grants;
 }
 
+/** The input of `read_process`. */
 export interface ReadProcessInput {
   id: string;
   cursor?: number;
@@ -135,23 +149,27 @@ export interface ReadProcessInput {
   waitMs?: number;
 }
 
+/** The input of `write_process`. */
 export interface WriteProcessInput {
   id: string;
   input: string;
   closeStdin?: boolean;
 }
 
+/** The input of `stop_process`. */
 export interface StopProcessInput {
   id: string;
   /** The signals stop_process sends. */
   signal?: "SIGTERM" | "SIGINT" | "SIGKILL";
 }
 
+/** The input of `list_processes`. */
 export type ListProcessesInput = Record<string, never>;
 
 /** read_file's result: a whole text file, a window of lines, or an image. */
 export type ReadFileOutput = ReadFileText | ReadFileWindow | ReadFileImage;
 
+/** `ReadFileText`, a shape of the tools' contract. */
 export interface ReadFileText {
   path: string;
   content: string;
@@ -160,6 +178,7 @@ export interface ReadFileText {
   hash: string;
 }
 
+/** `ReadFileWindow`, a shape of the tools' contract. */
 export interface ReadFileWindow {
   /** The normalized path. */
   path: string;
@@ -194,6 +213,7 @@ export interface ReadFileImage {
   hash: string;
 }
 
+/** The output of `list_files`. */
 export interface ListFilesOutput {
   /** The listed directory, normalized (`.` for the root). */
   path: string;
@@ -206,6 +226,7 @@ export interface ListFilesOutput {
   note?: string;
 }
 
+/** The output of `search_files`. */
 export interface SearchFilesOutput {
   /** `path:line: text`, in tree order. */
   matches: string[];
@@ -216,6 +237,7 @@ export interface SearchFilesOutput {
   note?: string;
 }
 
+/** The output of `write_file`. */
 export interface WriteFileOutput {
   /** The normalized path, as given (a symlink's name, not its target's). */
   path: string;
@@ -225,6 +247,7 @@ export interface WriteFileOutput {
   created: boolean;
 }
 
+/** The output of `edit_file`. */
 export interface EditFileOutput {
   /** The normalized path, as given. */
   path: string;
@@ -236,6 +259,7 @@ export interface EditFileOutput {
   diff: string;
 }
 
+/** The output of `apply_patch`. */
 export interface ApplyPatchOutput {
   files: {
     /** The path as the patch names it (normalized). */
@@ -253,6 +277,7 @@ export interface ApplyPatchOutput {
   note?: string;
 }
 
+/** The output of `move_file`. */
 export interface MoveFileOutput {
   from: string;
   to: string;
@@ -260,12 +285,14 @@ export interface MoveFileOutput {
   replaced: boolean;
 }
 
+/** The output of `delete_file`. */
 export interface DeleteFileOutput {
   path: string;
   /** `"file"`, `"symlink"` or `"directory"`. */
   kind: "file" | "symlink" | "directory";
 }
 
+/** The output of `make_directory`. */
 export interface MakeDirectoryOutput {
   path: string;
   /** Whether the directory did not exist before. */
@@ -333,6 +360,7 @@ export interface NetworkCounts {
   refused: number;
 }
 
+/** `SandboxDenial`, a shape of the tools' contract. */
 export interface SandboxDenial {
   /** `"write"`, `"read"` or `"network"`. */
   kind: "write" | "read" | "network";

@@ -102,7 +102,7 @@ describe("outputSchema", () => {
   test("the sandbox report's schema is exact: limits required, no field it does not name", async () => {
     const { root } = await tempWorkspace();
     const run = createCodingTools(root).find((t) => t.name === "run_command")!;
-    const out = (await run.execute({ argv: ["echo"] }, { signal: new AbortController().signal })) as { sandbox: Record<string, unknown> };
+    const out = (await run.execute({ argv: ["echo"] }, { signal: new AbortController().signal })) as unknown as { sandbox: Record<string, unknown> };
     check(run, out);
     const { limits: _limits, ...withoutLimits } = out.sandbox;
     expect(() => check(run, { ...out, sandbox: withoutLimits })).toThrow(/outputSchema/);

@@ -169,6 +169,8 @@ describe("process sessions", () => {
         script,
         `import { createProcessTools } from ${JSON.stringify(dist)};
 const tools = createProcessTools(${JSON.stringify(root)}, { scratchDir: ${JSON.stringify(scratchDir)}, inheritEnv: ["WC_MARK"]${noNamespace ? ", sandboxFeatures: { pidNamespace: false }, protect: []" : ""} });
+// The host keeps its tools (a table nothing refers to is collected, and its sessions end).
+globalThis.keep = tools;
 const c = { signal: new AbortController().signal };
 for (let i = 0; i < 2; i++) {
   const s = await tools[0].execute({ argv: ["sh", "-c", ${JSON.stringify(noNamespace ? "sleep 300 & sleep 300 & echo up; sleep 300" : "setsid sleep 300 & sleep 300 & echo up; sleep 300")}], waitFor: "up", waitMs: 10000 }, c);

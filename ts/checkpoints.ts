@@ -5,6 +5,7 @@
 import { binding, callCore, openWorkspace } from "./native.js";
 import { checkOptions, option, type OptionSpecOf } from "./options.js";
 
+/** The options of `createCheckpoints` (contract §19). */
 export interface CheckpointsOptions {
   /** The store's directory (absolute, outside the workspace, empty or a store already). Default: a 0700 directory under `$XDG_CACHE_HOME` or `~/.cache`, one per canonical root. */
   storeDir?: string;
@@ -20,9 +21,11 @@ export interface CheckpointsOptions {
 
 /** The last argument of every method. */
 export interface CheckpointCallOptions {
+  /** Cancels the call: it rejects with an AbortError and nothing is changed. */
   signal?: AbortSignal;
 }
 
+/** What `create` returns: the new checkpoint, what was not kept, the checkpoints dropped to stay within `maxBytes`. */
 export interface CheckpointCreated {
   id: string;
   label?: string;
@@ -36,6 +39,7 @@ export interface CheckpointCreated {
   dropped: string[];
 }
 
+/** One checkpoint as `list` shows it. */
 export interface CheckpointSummary {
   id: string;
   label?: string;
@@ -44,8 +48,10 @@ export interface CheckpointSummary {
   bytes: number;
 }
 
+/** What happened to a path since the checkpoint. */
 export type CheckpointAction = "added" | "modified" | "deleted" | "mode" | "type";
 
+/** What changed since a checkpoint: the complete file list, a bounded unified diff, and the hash `rewind` needs. */
 export interface CheckpointDiff {
   summary: string;
   /** Unified diff, at most 1 MiB (then `truncated` and `[N more bytes]`). */
@@ -57,6 +63,7 @@ export interface CheckpointDiff {
   truncated?: boolean;
 }
 
+/** What `rewind` did: every path it put back. */
 export interface CheckpointRewound {
   id: string;
   summary: string;
@@ -64,6 +71,7 @@ export interface CheckpointRewound {
   files: { path: string; action: CheckpointAction }[];
 }
 
+/** The checkpoints of one workspace root, from `createCheckpoints`. */
 export interface Checkpoints {
   /** Records the workspace as it is now. */
   create(input?: { label?: string }, options?: CheckpointCallOptions): Promise<CheckpointCreated>;

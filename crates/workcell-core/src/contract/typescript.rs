@@ -25,7 +25,18 @@ pub fn types() -> String {
     }
     for (name, schema) in &defs {
         out.push('\n');
-        doc(&mut out, schema, 0);
+        if schema.get("description").and_then(Value::as_str).is_some() {
+            doc(&mut out, schema, 0);
+        } else {
+            // Every exported shape says what it is: a tool's input or output by its name.
+            let owner = tools.iter().find_map(|(tool, _, _)| {
+                [("Input", "input"), ("Output", "output")]
+                    .into_iter()
+                    .find(|(suffix, _)| *name == format!("{}{suffix}", tool.type_name))
+                    .map(|(_, what)| format!("The {what} of `{}`.", tool.name))
+            });
+            let _ = writeln!(out, "/** {} */", owner.unwrap_or_else(|| format!("`{name}`, a shape of the tools' contract.")));
+        }
         if schema.get("type").and_then(Value::as_str) == Some("object") && schema.get("properties").is_some() {
             let _ = writeln!(out, "export interface {name} {}", ts(schema, 0));
         } else {
