@@ -253,15 +253,30 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
     },
     "read",
   );
-  const start: StartProcessTool = {
-    name: "start_process",
-    effect: "process",
+  // Every session tool runs through the gate with its spec and carries its hooks.
+  const make = <N extends keyof typeof TOOL_SCHEMAS, I, O, E extends ToolEffect>(
+    name: N,
+    effect: E,
+    spec: ProcessSpec<I, O>,
+    fields: { description: string; parameters: JsonSchema; validate(input: unknown): I; taskSupport?: "optional" },
+  ): WorkcellTool<N, I, O, E> =>
+    attachHooks(
+      {
+        name,
+        effect,
+        ...fields,
+        outputSchema: TOOL_SCHEMAS[name].output,
+        execute: (i: I, context: ToolContext) => gate.execute(name, spec, i, context),
+        close,
+      },
+      gate.hooks(name, spec),
+    );
+  const start: StartProcessTool = make("start_process", "process", startSpec, {
     description: full(
       `Start a dev server, watcher, REPL or long build and return while it runs, with its id (argv and cwd as run_command). Pass waitFor (a regex such as "listening") to return once it appears. Then read_process to follow its output, write_process for stdin, stop_process when done. At most ${maxProcesses} run at once; ${allowed}; killed after timeoutMs (default ${timeoutMs}).`,
       `Returns { id, running, exitCode, signal, output, cursor, omittedBytes, matched, alerts, durationMs, sandbox }. waitMs is at most 30000 (default 1000); watch takes up to 16 keywords reported in alerts; tty: true gives an 80x24 terminal with escape sequences removed. The first 8 KiB and the last 64 KiB of output are kept; older bytes are counted in omittedBytes. It runs confined like run_command, with a private HOME and TMPDIR kept for its life.`,
     ),
     parameters: withGrantsParameter(startParameters, gate),
-    outputSchema: TOOL_SCHEMAS.start_process.output,
     // An MCP client may run it as a task (contract §16): it can wait up to 30 s for waitFor, and
     // tasks/cancel aborts it (an aborted start kills the process it started).
     taskSupport: "optional",
@@ -274,78 +289,41 @@ export function createProcessTools(root: string, options: ProcessToolsOptions = 
       if (grants) i.grants = grants;
       return i;
     },
-    execute(i, context: ToolContext) {
-      return gate.execute("start_process", startSpec, i, context);
-    },
-    close,
-  };
+  });
   // Reading a process's output or the list changes nothing: effect "read" (MCP clients that
   // approve read-only tools on their own do not ask for them); stopping one is a process call.
-  const read: ReadProcessTool = {
-    name: "read_process",
-    effect: "read",
+  const read: ReadProcessTool = make("read_process", "read", readSpec, {
     description: full(
       "Read a process's output since your last read (or since cursor), with running and exit status. Returns on new output (or once waitFor matches), at exit, or after waitMs.",
       "cursor counts bytes since the start; output no longer kept is shown as [N bytes omitted]. An unknown id is PROCESS_NOT_FOUND; list_processes shows the ids.",
     ),
     parameters: readParameters,
-    outputSchema: TOOL_SCHEMAS.read_process.output,
     validate: (input) => checked<ReadProcessInput>(readParameters, input),
-    execute(i, context: ToolContext) {
-      return gate.execute("read_process", readSpec, i, context);
-    },
-    close,
-  };
-  const write: WriteProcessTool = {
-    name: "write_process",
-    effect: "process",
+  });
+  const write: WriteProcessTool = make("write_process", "process", writeSpec, {
     description: full(
       "Send input to a started process's stdin (its terminal with tty), such as \"1+1\\n\"; closeStdin: true ends its input. Then read_process for the answer.",
       "input is at most 8,192 UTF-8 bytes per call. Returns { id, bytes }.",
     ),
     parameters: writeParameters,
-    outputSchema: TOOL_SCHEMAS.write_process.output,
     validate: (input) => checked<WriteProcessInput>(writeParameters, input),
-    execute(i, context: ToolContext) {
-      return gate.execute("write_process", writeSpec, i, context);
-    },
-    close,
-  };
-  const stop: StopProcessTool = {
-    name: "stop_process",
-    effect: "process",
+  });
+  const stop: StopProcessTool = make("stop_process", "process", stopSpec, {
     description: full(
       "Stop a started process and everything it started (SIGTERM, then SIGKILL after 2 s; or SIGINT, SIGKILL) and return its final output and exit status. Stop what you no longer need.",
       "A process killed by a signal reports it in signal, with exitCode null. Returns the same fields as read_process.",
     ),
     parameters: stopParameters,
-    outputSchema: TOOL_SCHEMAS.stop_process.output,
     validate: (input) => checked<StopProcessInput>(stopParameters, input),
-    execute(i, context: ToolContext) {
-      return gate.execute("stop_process", stopSpec, i, context);
-    },
-    close,
-  };
-  const list: ListProcessesTool = {
-    name: "list_processes",
-    effect: "read",
+  });
+  const list: ListProcessesTool = make("list_processes", "read", listSpec, {
     description: full(
       "List the started processes, running and recently finished (kept 10 minutes), with id, argv, running, exitCode, signal, startedAt and durationMs.",
       "At most 32 finished ones are kept; startedAt is an ISO 8601 time.",
     ),
     parameters: listParameters,
-    outputSchema: TOOL_SCHEMAS.list_processes.output,
     validate: (input) => checked<Record<string, never>>(listParameters, input),
-    execute(i, context: ToolContext) {
-      return gate.execute("list_processes", listSpec, i, context);
-    },
-    close,
-  };
-  attachHooks(start, gate.hooks("start_process", startSpec));
-  attachHooks(write, gate.hooks("write_process", writeSpec));
-  attachHooks(read, gate.hooks("read_process", readSpec));
-  attachHooks(stop, gate.hooks("stop_process", stopSpec));
-  attachHooks(list, gate.hooks("list_processes", listSpec));
+  });
   const tools = namedTools([start, read, write, stop, list]);
   portGroups.set(tools, table.portGroup);
   return tools;
