@@ -3,10 +3,15 @@
 // port nobody in the tool set listens on reaches no service of the host (on any address), and a
 // process started during a session's lease cannot use the port after the session stopped.
 // The host's listeners here are real ones, outside every sandbox, on 127.0.0.2 and 127.0.0.1.
+import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { chmod, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
+import { join } from "node:path";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { ToolRegistry, closeTools, createCodingTools, executeToolCall, sandboxSupport } from "../dist/index.js";
 import { call, content } from "./helpers.js";
+import { AS_NOBODY, packageNobodyCanRead } from "./nobody.js";
 import { withScratch } from "./process-helpers.js";
 
 const s = sandboxSupport();
@@ -92,5 +97,53 @@ describe.runIf(contained)("a session's ports", () => {
     expect(out.matched, JSON.stringify(out)).toBe(true);
     expect(out.output).toContain(`${target} ECONNREFUSED`);
     expect(host.accepted()).toBe(0);
+  }, 60_000);
+
+  test("an_unprivileged_host's_session_ports_reach_only_its_own_listener", async () => {
+    const { parent, root } = await withScratch();
+    for (const d of [parent, root]) await chmod(d, 0o777);
+    const copy = packageNobodyCanRead();
+    if ("reason" in copy) {
+      console.warn(`skipped the unprivileged-host run: ${copy.reason}`);
+      return;
+    }
+    onTestFinished(() => rmSync(copy.dir, { recursive: true, force: true }));
+    const port = await freePort();
+    const other = await hostService("127.0.0.2", port);
+    const same = await hostService("127.0.0.1", port);
+    const script = join(parent, "host.mjs");
+    await writeFile(
+      script,
+      `import { createCodingTools, closeTools, ToolRegistry, executeToolCall } from ${JSON.stringify(join(copy.dir, "dist", "index.js"))};
+const [root, port, CONNECT] = [process.argv[2], +process.argv[3], process.argv[4]];
+const tools = createCodingTools(root, { sessions: { ports: [port] } });
+const reg = new ToolRegistry(tools);
+const run = async (name, args) => JSON.parse((await executeToolCall(reg, { id: "c", name, arguments: args }, new AbortController().signal)).content);
+const targets = ["127.0.0.2:" + port, "127.0.0.1:" + port];
+const out = {};
+const lease = await run("start_process", { argv: ["sleep", "300"], ports: [port], waitMs: 0 });
+out.leased = (await run("run_command", { argv: ["node", "-e", CONNECT, ...targets] })).output;
+const late = await run("start_process", { argv: ["node", "-e", CONNECT, "wait", targets[0]], waitFor: "waiting", waitMs: 15000 });
+await run("stop_process", { id: lease.id, signal: "SIGKILL" });
+await run("write_process", { id: late.id, input: "go\\n" });
+out.late = (await run("read_process", { id: late.id, waitFor: targets[0] + " ", waitMs: 15000 })).output;
+// The legitimate use: a session listening on the port serves the tool set (its own loopback).
+const SERVER = "require('http').createServer((q, s) => s.end('hello from the session')).listen(+process.argv[1], '127.0.0.1', () => console.log('listening'))";
+const server = await run("start_process", { argv: ["node", "-e", SERVER, String(port)], ports: [port], waitFor: "listening", waitMs: 15000 });
+out.serverMatched = server.matched;
+out.fetched = (await run("run_command", { argv: ["node", "-e", "fetch('http://127.0.0.1:' + process.argv[1]).then((r) => r.text()).then((t) => console.log(t))", String(port)] })).output;
+await closeTools(tools);
+console.log(JSON.stringify(out));
+`,
+    );
+    await chmod(script, 0o644);
+    const r = spawnSync("setpriv", [...AS_NOBODY, process.execPath, script, root, String(port), CONNECT], { encoding: "utf8", cwd: "/", env: { PATH: process.env.PATH, HOME: "/tmp" } });
+    expect(r.status, r.stderr).toBe(0);
+    const got = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Record<string, unknown>;
+    for (const t of [`127.0.0.2:${port}`, `127.0.0.1:${port}`]) expect(got.leased, JSON.stringify(got)).toContain(`${t} ECONNREFUSED`);
+    expect(got.late, JSON.stringify(got)).toContain(`127.0.0.2:${port} ECONNREFUSED`);
+    expect([other.accepted(), same.accepted()]).toEqual([0, 0]);
+    expect(got.serverMatched, JSON.stringify(got)).toBe(true);
+    expect(got.fetched).toBe("hello from the session\n");
   }, 60_000);
 });
