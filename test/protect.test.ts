@@ -136,6 +136,35 @@ console.log(JSON.stringify(out));
     expect(readFileSync(join(root, ".git", "hooks", "pre-commit"), "utf8")).toBe("x");
   }, 60_000);
 
+  test.skipIf(!namespaces)("a_nested_repository_cannot_be_moved_away_and_replaced_by_a_copy_with_a_planted_hook", async () => {
+    const root = await repos();
+    // The nested repository (or a directory above it) renamed away, a copy of it with a hook
+    // put at its old path: the person's next `git commit` there would run the hook.
+    const swap = (dir: string) =>
+      `mv ${dir} ${dir}-old && mkdir -p vendor/lib && cp -r ${dir}-old${dir === "vendor" ? "/lib" : ""}/.git vendor/lib/.git && printf '#!/bin/sh\\n' > vendor/lib/.git/hooks/pre-commit`;
+    const hook = join(root, "vendor", "lib", ".git", "hooks", "pre-commit");
+    const on = toolSet(root, {});
+    for (const dir of ["vendor/lib", "vendor"]) {
+      const r = await on("run_command", { argv: ["sh", "-c", swap(dir)] });
+      expect(r.exitCode, `${dir}: ${r.output}`).not.toBe(0);
+      expect(r.output).toMatch(/busy/i);
+      expect(existsSync(hook), dir).toBe(false);
+      expect(readdirSync(join(root, "vendor")), dir).toEqual(["lib"]);
+    }
+    const n = await on("node_process", { source: `try { require("fs").renameSync("vendor", "v2"); } catch (e) { console.log(e.code); }` });
+    expect(n.stdout).toContain("EBUSY");
+    // Moving a file out of the directory that holds it still works (mv copies across the mount).
+    await writeFile(join(root, "vendor", "lib", "f.txt"), "f\n");
+    const mv = await on("run_command", { argv: ["mv", "vendor/lib/f.txt", "f.txt"] });
+    expect(mv.exitCode, mv.output).toBe(0);
+    expect(readFileSync(join(root, "f.txt"), "utf8")).toBe("f\n");
+    // With protection off for processes, the same command plants the hook.
+    const off = toolSet(root, { protect: [] });
+    const planted = await off("run_command", { argv: ["sh", "-c", swap("vendor/lib")] });
+    expect(planted.exitCode, planted.output).toBe(0);
+    expect(existsSync(hook)).toBe(true);
+  }, 60_000);
+
   test.skipIf(!namespaces)("a_command_cannot_create_a_top_level_git", async () => {
     const { root } = await tempWorkspace();
     const script = "mkdir -p .git/hooks && printf '#!/bin/sh\\n' > .git/hooks/pre-commit";
