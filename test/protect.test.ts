@@ -116,6 +116,9 @@ describe("protected paths are read-only for commands", () => {
       `import { createRunCommandTool } from ${JSON.stringify(join(copy.dir, "dist", "index.js"))};
 const [root] = process.argv.slice(2);
 const out = {};
+const swap = createRunCommandTool(root);
+const swapped = await swap.execute(swap.validate({ argv: ["sh", "-c", "mv vendor/lib vendor/lib-old && mkdir -p vendor/lib && cp -r vendor/lib-old/.git vendor/lib/.git"] }), { signal: new AbortController().signal });
+out.swap = { exitCode: swapped.exitCode, output: swapped.output };
 for (const protect of [undefined, []]) {
   const tool = createRunCommandTool(root, protect ? { protect } : {});
   const r = await tool.execute(tool.validate({ argv: ["sh", "-c", "printf x >> .git/hooks/pre-commit && printf x >> vendor/lib/.git/config"] }), { signal: new AbortController().signal });
@@ -127,7 +130,11 @@ console.log(JSON.stringify(out));
     await chmod(script, 0o644);
     const r = spawnSync("setpriv", [...AS_NOBODY, process.execPath, script, root], { encoding: "utf8", cwd: "/" });
     expect(r.status, r.stderr).toBe(0);
-    const got = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Record<"on" | "off", { exitCode: number; output: string; protect: string }>;
+    const got = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Record<"on" | "off" | "swap", { exitCode: number; output: string; protect: string }>;
+    // The nested repository cannot be moved away to put a copy in its place.
+    expect(got.swap.exitCode, got.swap.output).not.toBe(0);
+    expect(got.swap.output).toMatch(/busy/i);
+    expect(readdirSync(join(root, "vendor"))).toEqual(["lib"]);
     expect(got.on.exitCode, got.on.output).not.toBe(0);
     expect(got.on.output).toMatch(/Read-only file system/);
     expect(got.on.protect).toBe("read-only");
