@@ -116,6 +116,9 @@ describe("protected paths are read-only for commands", () => {
       `import { createRunCommandTool } from ${JSON.stringify(join(copy.dir, "dist", "index.js"))};
 const [root] = process.argv.slice(2);
 const out = {};
+const swap = createRunCommandTool(root);
+const swapped = await swap.execute(swap.validate({ argv: ["sh", "-c", "mv vendor/lib vendor/lib-old && mkdir -p vendor/lib && cp -r vendor/lib-old/.git vendor/lib/.git"] }), { signal: new AbortController().signal });
+out.swap = { exitCode: swapped.exitCode, output: swapped.output };
 for (const protect of [undefined, []]) {
   const tool = createRunCommandTool(root, protect ? { protect } : {});
   const r = await tool.execute(tool.validate({ argv: ["sh", "-c", "printf x >> .git/hooks/pre-commit && printf x >> vendor/lib/.git/config"] }), { signal: new AbortController().signal });
@@ -127,13 +130,46 @@ console.log(JSON.stringify(out));
     await chmod(script, 0o644);
     const r = spawnSync("setpriv", [...AS_NOBODY, process.execPath, script, root], { encoding: "utf8", cwd: "/" });
     expect(r.status, r.stderr).toBe(0);
-    const got = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Record<"on" | "off", { exitCode: number; output: string; protect: string }>;
+    const got = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as Record<"on" | "off" | "swap", { exitCode: number; output: string; protect: string }>;
+    // The nested repository cannot be moved away to put a copy in its place.
+    expect(got.swap.exitCode, got.swap.output).not.toBe(0);
+    expect(got.swap.output).toMatch(/busy/i);
+    expect(readdirSync(join(root, "vendor"))).toEqual(["lib"]);
     expect(got.on.exitCode, got.on.output).not.toBe(0);
     expect(got.on.output).toMatch(/Read-only file system/);
     expect(got.on.protect).toBe("read-only");
     // The same command with protection off plants them (so the refusal above is the mount's).
     expect(got.off.exitCode, got.off.output).toBe(0);
     expect(readFileSync(join(root, ".git", "hooks", "pre-commit"), "utf8")).toBe("x");
+  }, 60_000);
+
+  test.skipIf(!namespaces)("a_nested_repository_cannot_be_moved_away_and_replaced_by_a_copy_with_a_planted_hook", async () => {
+    const root = await repos();
+    // The nested repository (or a directory above it) renamed away, a copy of it with a hook
+    // put at its old path: the person's next `git commit` there would run the hook.
+    const swap = (dir: string) =>
+      `mv ${dir} ${dir}-old && mkdir -p vendor/lib && cp -r ${dir}-old${dir === "vendor" ? "/lib" : ""}/.git vendor/lib/.git && printf '#!/bin/sh\\n' > vendor/lib/.git/hooks/pre-commit`;
+    const hook = join(root, "vendor", "lib", ".git", "hooks", "pre-commit");
+    const on = toolSet(root, {});
+    for (const dir of ["vendor/lib", "vendor"]) {
+      const r = await on("run_command", { argv: ["sh", "-c", swap(dir)] });
+      expect(r.exitCode, `${dir}: ${r.output}`).not.toBe(0);
+      expect(r.output).toMatch(/busy/i);
+      expect(existsSync(hook), dir).toBe(false);
+      expect(readdirSync(join(root, "vendor")), dir).toEqual(["lib"]);
+    }
+    const n = await on("node_process", { source: `try { require("fs").renameSync("vendor", "v2"); } catch (e) { console.log(e.code); }` });
+    expect(n.stdout).toContain("EBUSY");
+    // Moving a file out of the directory that holds it still works (mv copies across the mount).
+    await writeFile(join(root, "vendor", "lib", "f.txt"), "f\n");
+    const mv = await on("run_command", { argv: ["mv", "vendor/lib/f.txt", "f.txt"] });
+    expect(mv.exitCode, mv.output).toBe(0);
+    expect(readFileSync(join(root, "f.txt"), "utf8")).toBe("f\n");
+    // With protection off for processes, the same command plants the hook.
+    const off = toolSet(root, { protect: [] });
+    const planted = await off("run_command", { argv: ["sh", "-c", swap("vendor/lib")] });
+    expect(planted.exitCode, planted.output).toBe(0);
+    expect(existsSync(hook)).toBe(true);
   }, 60_000);
 
   test.skipIf(!namespaces)("a_command_cannot_create_a_top_level_git", async () => {

@@ -28,8 +28,12 @@
 //! the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, checked to be the file the
 //! host found (device and inode; else the launch fails with `ESTALE`), and a read-only copy of
 //! it is mounted over it (`open_tree`, `mount_setattr(MOUNT_ATTR_RDONLY)`, `move_mount`).
-//! Writes beneath it then fail with `EROFS`; renaming or removing it fails with `EBUSY`. The
-//! mounts exist only in the child's namespace: the host and the person see nothing.
+//! Writes beneath it then fail with `EROFS`; renaming or removing it fails with `EBUSY`. Each
+//! directory between the root and a match is first mounted over itself (writable), so it
+//! cannot be renamed or removed either (`EBUSY`): a nested repository cannot be moved away and
+//! replaced by a copy with a planted hook ([`holds`]). A rename across one of these mounts is
+//! `EXDEV` (`mv` copies instead). The mounts exist only in the child's namespace: the host and
+//! the person see nothing.
 //!
 //! The top-level `.git` is protected even when it does not exist yet: the host makes an empty
 //! directory `<root>/.git` (a stand-in git ignores when it looks for a repository), mounted
@@ -75,6 +79,10 @@ pub struct Protect {
     root_path: CString,
     root_id: Id,
     targets: Vec<Target>,
+    /// The directories between the root and the matches (each match's ancestors below the
+    /// root), parents first: mounted over themselves (writable) before the matches are made
+    /// read-only, so that none of them can be renamed or removed (see [`holds`]).
+    holds: Vec<Target>,
     /// False when the walk stopped at its bounds (matches deeper or later were not found).
     pub complete: bool,
     /// How many entries the walk looked at (read, or counted from its cache).
@@ -122,7 +130,8 @@ impl Protect {
             }
         }
         let mut result = Ok(());
-        for t in &self.targets {
+        let all = self.holds.iter().map(|t| (t, false)).chain(self.targets.iter().map(|t| (t, true)));
+        for (t, read_only) in all {
             let fd = match sys::open_beneath(root, &t.rel) {
                 Ok(fd) => fd,
                 Err(e) => {
@@ -131,7 +140,7 @@ impl Protect {
                 }
             };
             let r = match sys::identity(fd) {
-                Ok(id) if id == t.id => sys::bind_read_only(fd),
+                Ok(id) if id == t.id => sys::bind_over_itself(fd, read_only),
                 Ok(_) => Err(libc::ESTALE),
                 Err(e) => Err(e),
             };
@@ -143,6 +152,11 @@ impl Protect {
         }
         sys::close(root);
         result
+    }
+
+    /// The relative paths of the directories held in place (tests, diagnostics).
+    pub fn held(&self) -> Vec<String> {
+        self.holds.iter().map(|t| t.rel.to_string_lossy().into_owned()).collect()
     }
 }
 
@@ -215,7 +229,51 @@ fn plan_with(ws: &Workspace, guard: &Guard, writable: &[Id], cached: bool) -> st
     if cached {
         cache::put(key, w.seen);
     }
-    Ok(Protect { root_path, root_id, targets, complete: w.complete, visited: w.visited, reused: w.reused, stand_in })
+    let holds = holds(ws, &targets)?;
+    Ok(Protect { root_path, root_id, targets, holds, complete: w.complete, visited: w.visited, reused: w.reused, stand_in })
+}
+
+/// The directories between the root and the matches, each with its identity, parents first.
+///
+/// A read-only mount keeps a protected path itself from being written, renamed or removed, but
+/// not the directories above it: a process could rename `vendor/lib` (a nested repository)
+/// away and put a copy of it with a planted hook at its old path, where the person's next
+/// `git commit` there runs it. Each of those directories is therefore mounted over itself in
+/// the child's namespace (writable as before), which makes renaming or removing it `EBUSY`.
+/// The top-level `.git` has none, so the usual workspace costs nothing here. Opened one
+/// component at a time from the root without following a symlink; the child checks each
+/// identity again before mounting.
+fn holds(ws: &Workspace, targets: &[Target]) -> std::io::Result<Vec<Target>> {
+    let mut dirs: Vec<&[u8]> = Vec::new();
+    for t in targets {
+        let rel = t.rel.as_bytes();
+        for (i, b) in rel.iter().enumerate() {
+            if *b == b'/' {
+                dirs.push(&rel[..i]);
+            }
+        }
+    }
+    if dirs.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Parents sort before their children ("a" < "a/b"), so they are mounted first.
+    dirs.sort_unstable();
+    dirs.dedup();
+    let Ok(Start::Dir(top)) = walk::open_start(ws, None) else {
+        return Err(std::io::Error::other("the workspace root cannot be listed"));
+    };
+    let mut out = Vec::with_capacity(dirs.len());
+    for rel in dirs {
+        let mut dir: Option<DirHandle> = None;
+        for name in rel.split(|b| *b == b'/') {
+            let next = dir.as_ref().unwrap_or(&top).open_dir(OsStr::from_bytes(name))?;
+            dir = Some(next);
+        }
+        let Some(dir) = dir else { continue };
+        let st = rustix::fs::fstat(dir.fd())?;
+        out.push(Target { rel: CString::new(rel).map_err(std::io::Error::other)?, id: (st.st_dev as u64, st.st_ino as u64) });
+    }
+    Ok(out)
 }
 
 /// What identifies one state of a directory: its device and inode, its mtime and its ctime
@@ -483,6 +541,8 @@ mod tests {
         got.sort();
         assert_eq!(got, [".git", "a/b/.git", "node_modules/x/.git", "w/.git"]);
         assert!(p.complete && p.stand_in.is_none());
+        // The directories above the nested matches are held in place, parents first, each once.
+        assert_eq!(p.held(), ["a", "a/b", "node_modules", "node_modules/x", "w"]);
         // A match the call's grant opened stays writable.
         let st = std::fs::metadata(root.join(".git")).unwrap();
         let id = (std::os::unix::fs::MetadataExt::dev(&st), std::os::unix::fs::MetadataExt::ino(&st));

@@ -392,10 +392,11 @@ const MOUNT_ATTR_RDONLY: u64 = 1;
 const MOVE_MOUNT_F_EMPTY_PATH: usize = 0x04;
 const MOVE_MOUNT_T_EMPTY_PATH: usize = 0x40;
 
-/// Mounts the file or directory open as `fd` read-only over itself (with everything mounted
-/// beneath it): a detached copy made with `open_tree`, made read-only with `mount_setattr`,
-/// moved onto `fd` with `move_mount` (Linux 5.12+). The caller must own its mount namespace.
-pub unsafe fn bind_read_only(fd: libc::c_int) -> Result<(), i32> {
+/// Mounts the file or directory open as `fd` over itself (with everything mounted beneath it):
+/// a detached copy made with `open_tree`, made read-only with `mount_setattr` when `read_only`,
+/// moved onto `fd` with `move_mount` (Linux 5.12+). Either way it is then a mount point, which
+/// cannot be renamed or removed (`EBUSY`). The caller must own its mount namespace.
+pub unsafe fn bind_over_itself(fd: libc::c_int, read_only: bool) -> Result<(), i32> {
     let empty = c"";
     let tree = check(syscall6(
         libc::SYS_open_tree,
@@ -407,16 +408,20 @@ pub unsafe fn bind_read_only(fd: libc::c_int) -> Result<(), i32> {
         0,
     ))? as libc::c_int;
     let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
-    let r = check(syscall6(
-        libc::SYS_mount_setattr,
-        tree as usize,
-        empty.as_ptr() as usize,
-        AT_EMPTY_PATH | AT_RECURSIVE,
-        &attr as *const MountAttr as usize,
-        std::mem::size_of::<MountAttr>(),
-        0,
-    ))
-    .and_then(|_| {
+    let r = if read_only {
+        check(syscall6(
+            libc::SYS_mount_setattr,
+            tree as usize,
+            empty.as_ptr() as usize,
+            AT_EMPTY_PATH | AT_RECURSIVE,
+            &attr as *const MountAttr as usize,
+            std::mem::size_of::<MountAttr>(),
+            0,
+        ))
+    } else {
+        Ok(0)
+    };
+    let r = r.and_then(|_| {
         check(syscall6(
             libc::SYS_move_mount,
             tree as usize,
