@@ -67,7 +67,7 @@ describe("textEditor: the documented commands", () => {
     );
     expect((await editor.handle({ command: "view", path: "primes.py", view_range: [22, -1] })).is_error).toBe(false);
     expect(await editor.handle({ command: "undo_edit", path: "primes.py" })).toEqual(
-      err("Error: Unrecognized command undo_edit. The allowed commands for the str_replace_based_edit_tool are: view, create, str_replace, insert"),
+      err("Error: Unrecognized command undo_edit. The allowed commands for the str_replace_based_edit_tool tool are: view, create, str_replace, insert"),
     );
     expect(await editor.handle({ command: "insert", path: "primes.py", insert_text: "x" })).toEqual(
       err("Error: Parameter `insert_line` is required for command: insert"),

@@ -316,7 +316,7 @@ export function textEditor(tools: ToolsInput, options: TextEditorOptions = {}): 
     const i = input as Record<string, unknown>;
     if (typeof i.command !== "string" || !COMMANDS.includes(i.command)) {
       const got = typeof i.command === "string" ? i.command : "(none)";
-      return shape(`Unrecognized command ${got}. The allowed commands for the str_replace_based_edit_tool are: view, create, str_replace, insert`);
+      return shape(`Unrecognized command ${got}. The allowed commands for the str_replace_based_edit_tool tool are: view, create, str_replace, insert`);
     }
     if (typeof i.path !== "string") return shape(`Parameter \`path\` is required for command: ${i.command}`);
     const p = workspacePath(i.path, root);

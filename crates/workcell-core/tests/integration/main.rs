@@ -24,6 +24,7 @@ mod path_grammar;
 mod policy_differential;
 mod process;
 mod progress;
+mod proxy_reach;
 mod read;
 mod read_only;
 mod run_tests;
