@@ -105,7 +105,7 @@ async function concurrent(a, b, callers, ms = 3000) {
   return { ours: Math.max(...xs), theirs: Math.max(...ys) };
 }
 
-async function fsServerRows(h, label, base) {
+export async function fsServerRows(h, label, base) {
   const dir = await realpath(await mkdtemp(join(base, "workcell-bench-peers-")));
   try {
     const content = "const answer = 42; // some source text\n".repeat(105).slice(0, 4096);
@@ -264,14 +264,23 @@ function onPath(cmd) {
   }
 }
 
+/** Runs `cmd args` in `cwd`; resolves when it exits 0. */
+function run(cmd, args, cwd) {
+  return new Promise((resolve, reject) => {
+    const c = spawn(cmd, args, { cwd, stdio: "ignore" });
+    c.once("error", reject);
+    c.once("close", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
+  });
+}
+
 /** Wall time (ms) of running `true` confined: workcell's run_command against srt and Codex. */
-async function sandboxLaunch(h) {
+export async function sandboxLaunch(h) {
   const peers = [];
-  if (!onPath("bwrap")) console.log("  skipped: sandbox-runtime's launch (no bwrap on PATH)");
+  if (!onPath("bwrap") || !onPath("socat")) console.log("  skipped: sandbox-runtime's launch (it needs bwrap and socat on PATH)");
   else if (!existsSync(SRT)) console.log("  skipped: sandbox-runtime's launch (run npm --prefix bench/peers install)");
-  else peers.push({ name: "sandbox-runtime (srt true)", run: () => run(process.execPath, [SRT, "true"]) });
+  else peers.push({ name: "sandbox-runtime (srt true)", run: (cwd) => run(process.execPath, [SRT, "true"], cwd) });
   if (!onPath("codex")) console.log("  skipped: Codex's sandbox (no codex on PATH)");
-  else peers.push({ name: "Codex (codex sandbox linux true)", run: () => run("codex", ["sandbox", "linux", "true"]) });
+  else peers.push({ name: "Codex (codex sandbox linux true)", run: (cwd) => run("codex", ["sandbox", "linux", "true"], cwd) });
   if (peers.length === 0) return;
   const { dir, cleanup } = await h.tempDir();
   try {
@@ -281,15 +290,8 @@ async function sandboxLaunch(h) {
       const r = await tool.execute({ argv: ["true"] }, { signal });
       if (r.exitCode !== 0) throw new Error("run_command true failed");
     };
-    function run(cmd, args) {
-      return new Promise((resolve, reject) => {
-        const c = spawn(cmd, args, { cwd: dir, stdio: "ignore" });
-        c.once("error", reject);
-        c.once("close", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
-      });
-    }
     for (const peer of peers) {
-      const [a, b] = await h.interleaved([ours, peer.run], { iterations: 30, warmup: 3 });
+      const [a, b] = await h.interleaved([ours, () => peer.run(dir)], { iterations: 30, warmup: 3 });
       h.row({
         name: `a confined true: run_command vs ${peer.name}, median wall time`,
         subject: "workcell run_command",
