@@ -5,9 +5,9 @@
 //   read 4 KiB, write 4 KiB (tmpfs and disk), list a 1,000-entry directory, edit one
 //   replacement, 16 concurrent reads and 16 concurrent writes (tmpfs and disk). Each row also
 //   notes each server's CPU per call (its /proc counters).
-// - the previous release's read_file (`WORKCELL_PREVIOUS=/path/to/an/older/checkout`, built,
-//   with its own dist/ and native addon): sequential tool.execute of a 4 KiB file in the same
-//   minutes as this build's.
+// - an older build's read_file (`WORKCELL_PREVIOUS=/path/to/an/older/checkout`, built, with
+//   its own dist/ and native addon): sequential tool.execute of a 4 KiB file in the same
+//   minutes as this build's. No release is published to install, so it is skipped without one.
 // - sandbox-runtime's launch (`srt true`) where `bwrap` exists, and Codex's sandbox where
 //   `codex` is on PATH, against a confined run_command ["true"].
 //
@@ -213,7 +213,9 @@ async function previousRelease(h) {
   const prev = process.env.WORKCELL_PREVIOUS;
   const entry = prev ? join(prev, "dist", "index.js") : undefined;
   if (!entry || !existsSync(entry)) {
-    console.log("  skipped: the previous release's read_file (set WORKCELL_PREVIOUS to a built checkout of it)");
+    // No release of workcell is published (`npm view workcell versions`: 404), so there is
+    // none to install: the row needs a built checkout of an older version.
+    console.log("  skipped: the previous release's read_file (workcell has no published release; set WORKCELL_PREVIOUS to a built checkout of an older version)");
     return;
   }
   const old = await import(pathToFileURL(entry).href);
