@@ -5,9 +5,9 @@
 //   read 4 KiB, write 4 KiB (tmpfs and disk), list a 1,000-entry directory, edit one
 //   replacement, 16 concurrent reads and 16 concurrent writes (tmpfs and disk). Each row also
 //   notes each server's CPU per call (its /proc counters).
-// - the previous release's read_file (`WORKCELL_PREVIOUS=/path/to/an/older/checkout`, built,
-//   with its own dist/ and native addon): sequential tool.execute of a 4 KiB file in the same
-//   minutes as this build's.
+// - an older build's read_file (`WORKCELL_PREVIOUS=/path/to/an/older/checkout`, built, with
+//   its own dist/ and native addon): sequential tool.execute of a 4 KiB file in the same
+//   minutes as this build's. No release is published to install, so it is skipped without one.
 // - sandbox-runtime's launch (`srt true`) where `bwrap` exists, and Codex's sandbox where
 //   `codex` is on PATH, against a confined run_command ["true"].
 //
@@ -105,7 +105,7 @@ async function concurrent(a, b, callers, ms = 3000) {
   return { ours: Math.max(...xs), theirs: Math.max(...ys) };
 }
 
-async function fsServerRows(h, label, base) {
+export async function fsServerRows(h, label, base) {
   const dir = await realpath(await mkdtemp(join(base, "workcell-bench-peers-")));
   try {
     const content = "const answer = 42; // some source text\n".repeat(105).slice(0, 4096);
@@ -213,7 +213,9 @@ async function previousRelease(h) {
   const prev = process.env.WORKCELL_PREVIOUS;
   const entry = prev ? join(prev, "dist", "index.js") : undefined;
   if (!entry || !existsSync(entry)) {
-    console.log("  skipped: the previous release's read_file (set WORKCELL_PREVIOUS to a built checkout of it)");
+    // No release of workcell is published (`npm view workcell versions`: 404), so there is
+    // none to install: the row needs a built checkout of an older version.
+    console.log("  skipped: the previous release's read_file (workcell has no published release; set WORKCELL_PREVIOUS to a built checkout of an older version)");
     return;
   }
   const old = await import(pathToFileURL(entry).href);
@@ -264,14 +266,23 @@ function onPath(cmd) {
   }
 }
 
+/** Runs `cmd args` in `cwd`; resolves when it exits 0. */
+function run(cmd, args, cwd) {
+  return new Promise((resolve, reject) => {
+    const c = spawn(cmd, args, { cwd, stdio: "ignore" });
+    c.once("error", reject);
+    c.once("close", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
+  });
+}
+
 /** Wall time (ms) of running `true` confined: workcell's run_command against srt and Codex. */
-async function sandboxLaunch(h) {
+export async function sandboxLaunch(h) {
   const peers = [];
-  if (!onPath("bwrap")) console.log("  skipped: sandbox-runtime's launch (no bwrap on PATH)");
+  if (!onPath("bwrap") || !onPath("socat")) console.log("  skipped: sandbox-runtime's launch (it needs bwrap and socat on PATH)");
   else if (!existsSync(SRT)) console.log("  skipped: sandbox-runtime's launch (run npm --prefix bench/peers install)");
-  else peers.push({ name: "sandbox-runtime (srt true)", run: () => run(process.execPath, [SRT, "true"]) });
+  else peers.push({ name: "sandbox-runtime (srt true)", run: (cwd) => run(process.execPath, [SRT, "true"], cwd) });
   if (!onPath("codex")) console.log("  skipped: Codex's sandbox (no codex on PATH)");
-  else peers.push({ name: "Codex (codex sandbox linux true)", run: () => run("codex", ["sandbox", "linux", "true"]) });
+  else peers.push({ name: "Codex (codex sandbox linux true)", run: (cwd) => run("codex", ["sandbox", "linux", "true"], cwd) });
   if (peers.length === 0) return;
   const { dir, cleanup } = await h.tempDir();
   try {
@@ -281,15 +292,8 @@ async function sandboxLaunch(h) {
       const r = await tool.execute({ argv: ["true"] }, { signal });
       if (r.exitCode !== 0) throw new Error("run_command true failed");
     };
-    function run(cmd, args) {
-      return new Promise((resolve, reject) => {
-        const c = spawn(cmd, args, { cwd: dir, stdio: "ignore" });
-        c.once("error", reject);
-        c.once("close", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
-      });
-    }
     for (const peer of peers) {
-      const [a, b] = await h.interleaved([ours, peer.run], { iterations: 30, warmup: 3 });
+      const [a, b] = await h.interleaved([ours, () => peer.run(dir)], { iterations: 30, warmup: 3 });
       h.row({
         name: `a confined true: run_command vs ${peer.name}, median wall time`,
         subject: "workcell run_command",

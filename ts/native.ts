@@ -141,21 +141,28 @@ function tick(): void {
   }
 }
 
-/** The handle for a call on `signal`, and what to call when that call has ended. */
-function handleFor(signal: AbortSignal): { handle: CancelHandle; ended: () => void } {
+/** A call on a signal: its handle, and whether it is still running (for the next tick). */
+interface Young {
+  signal: AbortSignal;
+  handle: CancelHandle;
+  running: boolean;
+}
+
+/** The call record for a call on `signal` (its `running` is cleared when the call has ended). */
+function handleFor(signal: AbortSignal): Pick<Young, "handle" | "running"> {
   let handle = handles.get(signal);
   if (!handle) {
     handle = new CancelHandle();
     handles.set(signal, handle);
   }
-  if (listening.has(signal)) return { handle, ended: () => {} };
+  if (listening.has(signal)) return { running: false, handle };
   const call = { signal, handle, running: true };
   young.push(call);
   if (ticker === undefined) {
     ticker = timersSetInterval(tick, LISTEN_AFTER_MS);
     ticker.unref();
   }
-  return { handle, ended: () => void (call.running = false) };
+  return call;
 }
 
 /**
@@ -219,8 +226,9 @@ function startWith<R>(
 ): Promise<R> {
   if (typeof onProgress === "function") return startWatched(signal, run, onProgress);
   if (!signal) return start(run, undefined);
-  const { handle, ended } = handleFor(signal);
-  const pending = start(run, handle);
+  const call = handleFor(signal);
+  const pending = start(run, call.handle);
+  const ended = (): void => void (call.running = false);
   pending.then(ended, ended);
   return pending;
 }
@@ -236,8 +244,31 @@ export function callCore<T>(
   onProgress?: (update: Progress) => void,
 ): Promise<T> {
   if (signal?.aborted) return Promise.reject(abortError(signal));
-  return startWith(signal, run, onProgress).then((result) => {
-    if ("error" in result) throw fromNative(result.error, signal);
-    return result.ok;
-  });
+  if (typeof onProgress === "function" || !signal) {
+    return startWith(signal, run, onProgress).then((result) => {
+      if ("error" in result) throw fromNative(result.error, signal);
+      return result.ok;
+    });
+  }
+  // The common call (a signal, no progress listener): one promise reaction on the native
+  // promise for everything (the call's end, the outcome, a conversion error), not three.
+  const call = handleFor(signal);
+  let pending: Promise<Outcome<T>>;
+  try {
+    pending = run(call.handle);
+  } catch (err) {
+    call.running = false;
+    return Promise.reject(fromConversion(err));
+  }
+  return pending.then(
+    (result) => {
+      call.running = false;
+      if ("error" in result) throw fromNative(result.error, signal);
+      return result.ok;
+    },
+    (err: unknown) => {
+      call.running = false;
+      throw fromConversion(err);
+    },
+  );
 }

@@ -75,11 +75,27 @@ fn check_range(name: &str, value: u32, max: u32) -> Result<()> {
 
 /// The text shown for one entry, from its shown path.
 fn entry_text(shown: &str, kind: Kind, link: Option<&str>) -> String {
+    let mut text = String::with_capacity(shown.len() + suffix_len(kind, link));
+    text.push_str(shown);
+    push_suffix(&mut text, kind, link);
+    text
+}
+
+/// Adds what an entry's text says after its path: `/` for a directory, ` -> target` for a
+/// symlink, ` [fifo]` and the like for the other kinds.
+fn push_suffix(text: &mut String, kind: Kind, link: Option<&str>) {
     match kind {
-        Kind::Dir => format!("{shown}/"),
-        Kind::File => shown.to_string(),
-        Kind::Symlink => format!("{shown} -> {}", link.unwrap_or("?")),
-        other => format!("{shown} [{}]", other.describe()),
+        Kind::Dir => text.push('/'),
+        Kind::File => {}
+        Kind::Symlink => {
+            text.push_str(" -> ");
+            text.push_str(link.unwrap_or("?"));
+        }
+        other => {
+            text.push_str(" [");
+            text.push_str(other.describe());
+            text.push(']');
+        }
     }
 }
 
@@ -137,6 +153,14 @@ impl Ord for Candidate {
     }
 }
 
+/// The candidates kept: all of those offered, in visit order, while they all fit (`limit` and
+/// the byte cap), so a listing that shows everything keeps no heap; from the first that does
+/// not fit, a max-heap with the worst on top, from which the worst are dropped.
+enum Best {
+    All(Vec<Candidate>),
+    Heap(BinaryHeap<Candidate>),
+}
+
 /// Measurements of one listing, for tests and the bench.
 #[derive(Clone, Debug, Default)]
 pub struct ListStats {
@@ -155,9 +179,9 @@ struct Lister<'a> {
     opts: &'a ListOptions,
     cancel: &'a Cancel,
     nodes: Vec<Node>,
-    /// The best candidates so far (a max-heap: the worst on top), at most `limit` of them and
-    /// only as many as can still be shown within the byte cap.
-    best: BinaryHeap<Candidate>,
+    /// The best candidates so far, at most `limit` of them and only as many as can still be
+    /// shown within the byte cap.
+    best: Best,
     /// Bytes of the candidates in `best`.
     best_cost: usize,
     /// Candidates offered.
@@ -186,46 +210,85 @@ impl Lister<'_> {
             return;
         }
         self.best_cost += c.cost;
-        self.best.push(c);
+        let over = |n: usize, cost: usize| n > self.opts.limit as usize || cost > MAX_LIST_OUTPUT_BYTES;
+        let heap = match &mut self.best {
+            Best::All(all) => {
+                all.push(c);
+                if !over(all.len(), self.best_cost) {
+                    return;
+                }
+                self.best = Best::Heap(BinaryHeap::from(std::mem::take(all)));
+                let Best::Heap(heap) = &mut self.best else { unreachable!() };
+                heap
+            }
+            Best::Heap(heap) => {
+                heap.push(c);
+                heap
+            }
+        };
         // Drop the worst while there are more than `limit`, or while all of them together
         // pass the byte cap: what is shown is the longest prefix, in priority order, that fits
         // both, so the worst can then never be shown, whatever comes later.
-        while self.best.len() > self.opts.limit as usize || self.best_cost > MAX_LIST_OUTPUT_BYTES {
-            let dropped = self.best.pop().expect("not empty");
+        while over(heap.len(), self.best_cost) {
+            let dropped = heap.pop().expect("not empty");
             self.best_cost -= dropped.cost;
             held.release(Self::candidate_bytes(&dropped));
         }
     }
 
-    /// The shown path of a candidate and its tree-order key (the visit numbers from the start
-    /// directory down), built only for what is returned.
-    fn path_of(&self, c: &Candidate) -> (String, Vec<u64>) {
-        let mut chain = Vec::new();
+    /// The text of a candidate as shown (its path and kind suffix) and its tree-order key (the
+    /// visit numbers from the start directory down), built only for what is returned: one
+    /// allocation, of the text's exact size.
+    fn shown_entry(&self, c: &Candidate) -> (TreeKey, String) {
+        // The directories from the start down to the candidate's parent (nodes exist only
+        // within `depth`, so at most MAX_DEPTH of them).
+        let mut chain = [0u32; MAX_DEPTH as usize];
+        let mut n = 0;
         let mut at = Some(c.parent);
         while let Some(i) = at {
-            chain.push(i);
+            chain[n] = i;
+            n += 1;
             at = self.nodes[i as usize].parent;
         }
-        let mut path = String::new();
-        let mut key = Vec::with_capacity(chain.len() + 1);
-        for &i in chain.iter().rev() {
-            let n = &self.nodes[i as usize];
-            if !n.name.is_empty() {
-                if !path.is_empty() {
-                    path.push('/');
+        let mut text = String::with_capacity(c.cost);
+        let mut key = TreeKey { len: 0, seqs: [0; MAX_DEPTH as usize] };
+        for &i in chain[..n].iter().rev() {
+            let node = &self.nodes[i as usize];
+            if !node.name.is_empty() {
+                if !text.is_empty() {
+                    text.push('/');
                 }
-                path.push_str(&n.name);
+                text.push_str(&node.name);
             }
-            if n.parent.is_some() {
-                key.push(n.seq);
+            if node.parent.is_some() {
+                key.push(node.seq);
             }
         }
-        if !path.is_empty() {
-            path.push('/');
+        if !text.is_empty() {
+            text.push('/');
         }
-        path.push_str(&c.name);
+        text.push_str(&c.name);
         key.push(c.seq);
-        (path, key)
+        push_suffix(&mut text, c.kind, c.link.as_deref());
+        (key, text)
+    }
+}
+
+/// A shown entry's place in tree order: the visit numbers of its directories from the start
+/// down, and its own (at most `MAX_DEPTH` in all), compared as a sequence.
+struct TreeKey {
+    len: usize,
+    seqs: [u64; MAX_DEPTH as usize],
+}
+
+impl TreeKey {
+    fn push(&mut self, seq: u64) {
+        self.seqs[self.len] = seq;
+        self.len += 1;
+    }
+
+    fn as_slice(&self) -> &[u64] {
+        &self.seqs[..self.len]
     }
 }
 
@@ -260,12 +323,15 @@ impl Visit for Lister<'_> {
             } else {
                 None
             };
-            shown_name = walk::shown(&entry.name).into_boxed_str();
+            let name = walk::shown(&entry.name).into_boxed_str();
             let parent = node.expect("entries within depth have a node");
-            let path_len =
-                self.nodes[parent as usize].len + usize::from(self.nodes[parent as usize].len > 0) + shown_name.len();
+            let path_len = self.nodes[parent as usize].len + usize::from(self.nodes[parent as usize].len > 0) + name.len();
             let cost = path_len + suffix_len(entry.kind, link.as_deref()) + 1;
-            self.offer(held, Candidate { depth, seq, parent, name: shown_name.clone(), kind: entry.kind, link, cost });
+            // Only a directory needs its name again, to be entered later.
+            if entry.kind == Kind::Dir {
+                shown_name = name.clone();
+            }
+            self.offer(held, Candidate { depth, seq, parent, name, kind: entry.kind, link, cost });
         } else {
             if self.counted >= MAX_COUNTED {
                 self.count_stopped = true;
@@ -351,7 +417,7 @@ pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) 
         opts,
         cancel,
         nodes: vec![Node { parent: None, name: start_name.into_boxed_str(), len: start_len, seq: 0 }],
-        best: BinaryHeap::new(),
+        best: Best::All(Vec::new()),
         best_cost: 0,
         offered: 0,
         visited: 0,
@@ -368,18 +434,22 @@ pub fn list_files_measured(ws: &Workspace, opts: &ListOptions, cancel: &Cancel) 
     ws.check()?;
 
     // Shallowest first until the byte cap, then back to tree order.
-    let best = std::mem::take(&mut w.best).into_sorted_vec();
+    let best = match std::mem::replace(&mut w.best, Best::All(Vec::new())) {
+        // All of them fit: none is cut below, so their order does not matter.
+        Best::All(all) => all,
+        Best::Heap(heap) => heap.into_sorted_vec(),
+    };
     let mut bytes = 0usize;
-    let mut chosen = Vec::new();
+    let mut chosen = Vec::with_capacity(best.len());
     for c in &best {
         if bytes + c.cost > MAX_LIST_OUTPUT_BYTES {
             break;
         }
         bytes += c.cost;
-        let (path, key) = w.path_of(c);
-        chosen.push((key, entry_text(&path, c.kind, c.link.as_deref())));
+        chosen.push(w.shown_entry(c));
     }
-    chosen.sort_by(|a, b| a.0.cmp(&b.0));
+    // Keys are distinct (visit numbers are), so an unstable sort gives the one tree order.
+    chosen.sort_unstable_by(|a, b| a.0.as_slice().cmp(b.0.as_slice()));
     let shown = chosen.len() as u64;
     let entries: Vec<String> = chosen.into_iter().map(|(_, text)| text).collect();
 

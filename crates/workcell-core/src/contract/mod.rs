@@ -168,6 +168,7 @@ pub fn tool_schemas(tool: &ToolShapes) -> (Value, Value) {
         map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
     }
     drop_count_minimum(&mut output);
+    drop_enum_type(&mut output);
     share_repeats(&mut output);
     // A union of objects (read_file's) is still an object at the top, as MCP's outputSchema must be.
     if let Value::Object(map) = &mut output {
@@ -189,6 +190,23 @@ fn drop_count_minimum(value: &mut Value) {
             map.values_mut().for_each(drop_count_minimum);
         }
         Value::Array(items) => items.iter_mut().for_each(drop_count_minimum),
+        _ => {}
+    }
+}
+
+/// An output's enum of strings without its `"type": "string"`: the values say the type
+/// exactly (JSON Schema's `enum` admits only the values listed), so the listing is shorter and
+/// says the same. Inputs keep it (some providers require a `type` on every property).
+fn drop_enum_type(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let strings = matches!(map.get("enum"), Some(Value::Array(vs)) if vs.iter().all(Value::is_string));
+            if strings && map.get("type").and_then(Value::as_str) == Some("string") {
+                map.remove("type");
+            }
+            map.values_mut().for_each(drop_enum_type);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_enum_type),
         _ => {}
     }
 }

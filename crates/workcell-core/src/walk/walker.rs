@@ -174,36 +174,45 @@ impl Walker {
         }
         let mut waiting: Vec<(OsString, V::Sub)> = Vec::new();
         let mut result = Ok(());
+        // One buffer for every entry's workspace-relative path (`rel/name`): each entry pushes
+        // its name and pops it, so a directory of n entries costs no allocation per entry.
+        let mut child = rel.to_path_buf();
         for entry in entries {
             if self.held.cut || !v.next_entry() {
                 break;
             }
-            let child = join(rel, &entry.name);
-            if self.gitignore && (is_git_dir(&entry.name) || self.ignores.is_ignored(&child, entry.kind == Kind::Dir)) {
-                continue;
-            }
-            match v.entry(&mut self.held, &dir, at, &entry, &child, depth) {
-                Step::Next => {}
-                Step::Stop => break,
-                Step::Enter(sub) if self.order == Order::DepthFirst => {
-                    match self.enter(v, &dir, &entry.name, &child, at, sub, depth) {
-                        Ok(true) => {}
-                        Ok(false) => break,
-                        Err(e) => {
-                            result = Err(e);
-                            break;
-                        }
+            child.push(&entry.name);
+            let step = if self.gitignore && (is_git_dir(&entry.name) || self.ignores.is_ignored(&child, entry.kind == Kind::Dir)) {
+                Step::Next
+            } else {
+                v.entry(&mut self.held, &dir, at, &entry, &child, depth)
+            };
+            let go_on = match step {
+                Step::Next => true,
+                Step::Stop => false,
+                Step::Enter(sub) if self.order == Order::DepthFirst => match self.enter(v, &dir, &entry.name, &child, at, sub, depth) {
+                    Ok(go_on) => go_on,
+                    Err(e) => {
+                        result = Err(e);
+                        false
                     }
-                }
+                },
                 Step::Enter(sub) => {
                     let size = entry.name.len() + V::sub_bytes(&sub) + std::mem::size_of::<(OsString, V::Sub)>();
-                    if !self.held.hold(size) {
-                        break;
+                    let held_it = self.held.hold(size);
+                    if held_it {
+                        held += size;
+                        waiting.push((entry.name, sub));
                     }
-                    held += size;
-                    waiting.push((entry.name, sub));
+                    held_it
                 }
+            };
+            if !go_on {
+                break;
             }
+            // The entry's name is one component (never `.`, `..` or containing `/`): popping
+            // it leaves `rel` again.
+            child.pop();
         }
         if result.is_ok() {
             for (name, sub) in waiting {

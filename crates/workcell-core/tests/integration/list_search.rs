@@ -755,3 +755,29 @@ fn file_names_with_control_characters_cannot_forge_result_lines() {
     // The raw names do hold the control characters: the escaping is what removes them.
     assert!(fs::read_dir(root).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains('\n')));
 }
+
+#[test]
+fn a_listing_kept_whole_and_one_cut_by_its_limit_are_both_in_tree_order() {
+    // A listing that shows everything keeps its entries in visit order (no heap) and sorts
+    // them once; one cut by its limit keeps the shallowest in a heap. Both come back in tree
+    // order, which differs from visit order (a directory's entries are visited before its
+    // subdirectories' contents).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for dir in ["a/x", "b"] {
+        fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    for file in ["a/x/deep.txt", "a/y.txt", "b/z.txt", "c.txt"] {
+        fs::write(root.join(file), "").unwrap();
+    }
+    let ws = Workspace::open(root).unwrap();
+    let whole = list(&ws, |o| o.depth = 3);
+    assert_eq!(whole.entries, vec!["a/", "a/x/", "a/x/deep.txt", "a/y.txt", "b/", "b/z.txt", "c.txt"]);
+    assert!(!whole.truncated);
+    let cut = list(&ws, |o| {
+        o.depth = 3;
+        o.limit = 6;
+    });
+    assert_eq!(cut.entries, vec!["a/", "a/x/", "a/y.txt", "b/", "b/z.txt", "c.txt"]);
+    assert_eq!(cut.not_shown, 1);
+}
