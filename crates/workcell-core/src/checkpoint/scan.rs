@@ -135,8 +135,12 @@ fn read_dot_ignore(dir: &DirHandle) -> Option<Arc<ignore::gitignore::Gitignore>>
     walk::parse_gitignore(file).ok().flatten().map(Arc::new)
 }
 
-/// Walks the whole workspace, calling `visit` for each file and symlink, in tree order.
-pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, visit: &mut dyn FnMut(Seen<'_>) -> Result<()>) -> Result<()> {
+/// How often (in files) a watched walk reports its count.
+const REPORT_EVERY: u64 = 64;
+
+/// Walks the whole workspace, calling `visit` for each file and symlink, in tree order. A
+/// watched call's progress (contract §18) counts the files seen: `{n} files {verb}`.
+pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, verb: &str, visit: &mut dyn FnMut(Seen<'_>) -> Result<()>) -> Result<()> {
     ws.check()?;
     let Start::Dir(root) = walk::open_start(ws, None)? else {
         return Err(Error::root_changed("the workspace root is no longer a directory"));
@@ -144,7 +148,18 @@ pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, visit: &mut d
     let mut files = IgnoreFiles::default();
     let mut stack = IgnoreStack::default();
     let mut rel = PathBuf::new();
-    walk_dir(&root, &mut rel, 1, rules, &mut files, &mut stack, cancel, visit)
+    let progress = cancel.progress();
+    let mut seen = 0u64;
+    let mut counted = |s: Seen<'_>| {
+        seen += 1;
+        if seen % REPORT_EVERY == 0 {
+            progress.count(seen, None, || format!("{seen} files {verb}"));
+        }
+        visit(s)
+    };
+    walk_dir(&root, &mut rel, 1, rules, &mut files, &mut stack, cancel, &mut counted)?;
+    progress.count(seen, None, || format!("{seen} files {verb}"));
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

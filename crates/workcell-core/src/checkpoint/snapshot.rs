@@ -16,29 +16,39 @@ use crate::walk::Kind;
 
 use super::scan::{self, Record, Stat, State};
 use super::statcache::{fs_now, StatCache};
-use super::store::{Manifest, Summary};
+use super::store::{Batch, Manifest, Store, Summary};
 use super::{Checkpoints, MAX_LABEL_BYTES, MAX_RECORDS};
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// A file over `maxFileBytes`: not kept, so never listed by a diff nor touched by a rewind.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(inline)]
 pub struct NotKept {
     pub path: String,
     #[serde(serialize_with = "crate::json::number")]
     pub bytes: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// What `create` returns: the new checkpoint, what was not kept, the checkpoints dropped to
+/// stay within `maxBytes`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "CheckpointCreated")]
 pub struct Created {
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Milliseconds since the epoch.
     #[serde(serialize_with = "crate::json::number")]
     pub created_at: u64,
+    /// Files and symlinks recorded.
     #[serde(serialize_with = "crate::json::number")]
     pub files: u64,
+    /// Their size in bytes.
     #[serde(serialize_with = "crate::json::number")]
     pub bytes: u64,
+    /// Files over `maxFileBytes`, not kept.
     pub not_kept: Vec<NotKept>,
+    /// Checkpoints dropped to stay within `maxBytes`.
     pub dropped: Vec<String>,
 }
 
@@ -51,6 +61,18 @@ pub struct CreateStats {
     pub cached: u64,
     /// Bytes of new objects.
     pub new_bytes: u64,
+    /// Where the time went, in order: (phase, microseconds).
+    pub phases: Vec<(&'static str, u64)>,
+}
+
+struct Clock(std::time::Instant);
+
+impl Clock {
+    fn lap(&mut self, stats: &mut CreateStats, phase: &'static str) {
+        let now = std::time::Instant::now();
+        stats.phases.push((phase, now.duration_since(self.0).as_micros() as u64));
+        self.0 = now;
+    }
 }
 
 pub(crate) fn check_label(label: Option<&str>) -> Result<Option<String>> {
@@ -83,16 +105,22 @@ pub(crate) fn create(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -> 
 pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -> Result<(Created, CreateStats)> {
     let label = check_label(label)?;
     cancel.check()?;
+    let mut clock = Clock(std::time::Instant::now());
     let _lock = cp.store.lock(true, cancel)?;
     let mut must_collect = cp.store.clean_tmp();
+    // A store without checkpoints (and nothing left by a killed writer) holds no objects worth
+    // counting: its first checkpoint's usage is its own new bytes, without a collection.
+    let first = !must_collect && cp.store.ids()?.is_empty();
     let started = fs_now(&cp.ws);
     let cache = StatCache::load(&cp.store);
     let mut next_cache = StatCache::new();
     let mut records: Vec<Record> = Vec::new();
     let mut not_kept: Vec<(Vec<u8>, u64)> = Vec::new();
     let mut stats = CreateStats::default();
+    clock.lap(&mut stats, "lock, cache load");
     let max_file = cp.max_file_bytes;
-    scan::walk(&cp.ws, &cp.rules, cancel, &mut |seen| {
+    let mut batch = Batch::default();
+    let walked = scan::walk(&cp.ws, &cp.rules, cancel, "recorded", &mut |seen| {
         if records.len() >= MAX_RECORDS {
             return Err(too_many());
         }
@@ -127,7 +155,7 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
                     return Ok(());
                 }
                 let mode = before.mode & 0o777;
-                let (hash, size, added) = cp.store.put(&mut file, max_file + 1, cancel)?;
+                let (hash, size, added) = cp.store.put(&mut batch, &mut file, max_file + 1, cancel)?;
                 stats.read += 1;
                 if added > 0 {
                     stats.new_bytes += added;
@@ -146,13 +174,15 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
             _ => {}
         }
         Ok(())
-    })?;
-    cancel.check()?;
+    })
+    .and_then(|()| cancel.check());
+    if let Err(e) = walked {
+        cp.store.discard(batch);
+        return Err(e);
+    }
+    clock.lap(&mut stats, "walk");
     records.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     not_kept.sort_unstable();
-    if stats.new_bytes > 0 {
-        cp.store.sync()?;
-    }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
     // Ids sort in creation order: each later than the store's latest (a clock that stepped
     // back, or two checkpoints in one millisecond).
@@ -162,11 +192,31 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
     let bytes = records.iter().map(|r| if let State::File { size, .. } = r.state { size } else { 0 }).sum();
     let summary = Summary { id: id.clone(), label: label.clone(), created_at, files: records.len() as u64, bytes };
     let manifest = Manifest { summary, records, not_kept };
-    cp.store.write_manifest(&manifest)?;
+    let staged = match cp.store.stage(&Store::encode_manifest(&manifest)) {
+        Ok(t) => t,
+        Err(e) => {
+            cp.store.discard(batch);
+            return Err(e);
+        }
+    };
+    clock.lap(&mut stats, "manifest");
+    // The objects durable and named, the manifest's bytes durable; then its name.
+    if let Err(e) = cp.store.commit(batch, &[&staged]) {
+        cp.store.unstage(&staged);
+        return Err(e);
+    }
+    clock.lap(&mut stats, "sync");
+    cp.store.publish(&staged, &format!("manifests/{id}"))?;
+    clock.lap(&mut stats, "publish");
     // The checkpoint exists from here on; what follows only speeds up or bounds the store.
-    let _ = next_cache.save(&cp.store, started);
+    if !next_cache.same_as(&cache) {
+        let _ = next_cache.save(&cp.store, started);
+    }
+    drop((cache, next_cache));
+    clock.lap(&mut stats, "stat cache");
     let usage = match cp.store.usage() {
         Some(u) if !must_collect => u + stats.new_bytes,
+        None if first => stats.new_bytes,
         _ => {
             must_collect = false;
             super::collect(&cp.store, &Cancel::new())?
@@ -184,9 +234,10 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
             dropped.push(old);
             usage = super::collect(&cp.store, &Cancel::new())?;
         }
-    } else {
+    } else if stats.new_bytes > 0 {
         cp.store.set_usage(usage)?;
     }
+    clock.lap(&mut stats, "usage");
     let Manifest { summary, not_kept, .. } = manifest;
     Ok((
         Created {
