@@ -125,14 +125,21 @@ const hasFlock = spawnSync("flock", ["--version"]).status === 0;
 
 /** Holds the store's lock from another process until `release()`. */
 async function holdStore(storeDir: string): Promise<{ release(): Promise<void> }> {
-  const child: ChildProcess = spawn("flock", ["-x", join(storeDir, "lock"), "sh", "-c", "echo held; exec sleep 600"], { stdio: ["ignore", "pipe", "inherit"] });
+  // `-o`: the command does not inherit the lock; the lock goes with flock itself.
+  const child: ChildProcess = spawn("flock", ["-x", "-o", join(storeDir, "lock"), "sh", "-c", "echo held; exec sleep 600"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    detached: true,
+  });
   await new Promise<void>((res, rej) => {
     child.stdout!.on("data", (d: Buffer) => d.toString().includes("held") && res());
     child.on("exit", (code) => rej(new Error(`flock exited ${code}`)));
   });
   const exited = new Promise<void>((res) => child.on("exit", () => res()));
+  let released = false;
   const release = async () => {
-    child.kill("SIGKILL");
+    if (released) return;
+    released = true;
+    process.kill(-child.pid!, "SIGKILL");
     await exited;
   };
   onTestFinished(release);

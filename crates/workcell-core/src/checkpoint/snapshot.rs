@@ -1,14 +1,16 @@
 //! `create`: records the workspace as it is now.
 //!
 //! Under the store's exclusive lock: the walk ([`super::scan`]) visits every file and symlink;
-//! a file is opened beneath its directory's descriptor (`O_NOFOLLOW`, non-blocking, checked to
-//! be regular), and either its stat matches a trusted stat-cache entry whose object is in the
-//! store (nothing read), or it is copied into the store while hashed (at most `maxFileBytes`;
-//! a larger file is listed as not kept). A file that changed while it was read (its stat
-//! differs after the read) is recorded as read but not cached, so the next checkpoint reads it
-//! again. The objects are made durable, then the manifest is written (the checkpoint exists
-//! from that rename on), then the stat cache; then the oldest checkpoints are dropped while the
-//! store is over `maxBytes`.
+//! a file whose `lstat` matches a trusted stat-cache entry is not opened (the cache names only
+//! stored contents: it is saved after them, and pruned durably before any is removed);
+//! another is opened beneath its directory's descriptor (`O_NOFOLLOW`, non-blocking, checked
+//! to be regular) and copied into a temp of the store while hashed (at most `maxFileBytes`; a
+//! larger file is listed as not kept). A file that changed while it was read (its stat differs
+//! after the read) is recorded as read but not cached, so the next checkpoint reads it again.
+//! Then [`Store::commit`] makes the new objects and the staged manifest durable and names the
+//! objects, and the manifest is renamed into place (the checkpoint exists from that rename
+//! on); then the stat cache is saved (only when it would say something else); then the oldest
+//! checkpoints are dropped while the store is over `maxBytes`.
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
@@ -112,7 +114,8 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
     // counting: its first checkpoint's usage is its own new bytes, without a collection.
     let first = !must_collect && cp.store.ids()?.is_empty();
     let started = fs_now(&cp.ws);
-    let cache = StatCache::load(&cp.store);
+    let mut cache = StatCache::load(&cp.store);
+    let cached_before = cache.len() as u64;
     let mut next_cache = StatCache::new();
     let mut records: Vec<Record> = Vec::new();
     let mut not_kept: Vec<(Vec<u8>, u64)> = Vec::new();
@@ -135,9 +138,9 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
                 // A file the stat cache vouches for is not even opened (an lstat, as git's).
                 if let Ok(Some(st)) = scan::lstat(&seen.dir.fd(), seen.name) {
                     if st.kind() == Kind::File && st.size <= max_file {
-                        if let Some(hash) = cache.lookup(&path, &st) {
+                        if let Some((key, hash)) = cache.take(&path, &st) {
                             stats.cached += 1;
-                            next_cache.insert(path.clone(), st, hash);
+                            next_cache.insert(key, st, hash);
                             records.push(Record { path, state: State::File { mode: st.mode & 0o777, size: st.size, hash } });
                             return Ok(());
                         }
@@ -209,7 +212,10 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
     cp.store.publish(&staged, &format!("manifests/{id}"))?;
     clock.lap(&mut stats, "publish");
     // The checkpoint exists from here on; what follows only speeds up or bounds the store.
-    if !next_cache.same_as(&cache) {
+    // Rewritten only when it would say something else: an entry read again, or one left out
+    // (every trusted entry carried over as it was says what the file says; a different walk
+    // start alone trusts nothing more, since every carried entry was trusted already).
+    if stats.read > 0 || stats.cached != cached_before {
         let _ = next_cache.save(&cp.store, started);
     }
     drop((cache, next_cache));

@@ -8,6 +8,10 @@
 //! content (git's "racily clean" entries). Such a file is read again. A content change always
 //! moves ctime (no call sets it), so a file whose ctime is older than the walk and unchanged
 //! since is the file that was read.
+//!
+//! On disk a compact binary file (its layout at `MAGIC` below), replaced whole and only when
+//! what it says changed; a file that does not parse exactly is no cache (every file is read
+//! again).
 
 use std::collections::HashMap;
 use std::io::Read as _;
@@ -99,6 +103,18 @@ impl StatCache {
         (stat == now && now.mtime < self.trusted_before && now.ctime < self.trusted_before).then_some(*hash)
     }
 
+    /// [`StatCache::lookup`], taking the entry out when it is trusted (with its path, to move
+    /// into the next cache: a checkpoint holds one copy of the cache, not two).
+    pub(crate) fn take(&mut self, path: &[u8], now: &Stat) -> Option<(Vec<u8>, [u8; 32])> {
+        let hash = self.lookup(path, now)?;
+        let (key, _) = self.entries.remove_entry(path)?;
+        Some((key, hash))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Keeps only the entries whose content is `live` and writes the cache again, durably,
     /// before those contents are removed from the store: the cache on disk, whatever a crash
     /// keeps of the later unsynced saves, never names a removed content.
@@ -132,16 +148,6 @@ impl StatCache {
         }
         out.extend_from_slice(END);
         out
-    }
-
-    /// Whether this cache (built by a walk) says the same as `old` (the one loaded): then the
-    /// file is not rewritten. A different `started` alone does not count when no entry is
-    /// younger than the old walk (what the new one would trust, the old one trusts too).
-    pub(crate) fn same_as(&self, old: &StatCache) -> bool {
-        self.entries.len() == old.entries.len()
-            && self.entries.iter().all(|(p, (s, h))| {
-                old.entries.get(p).is_some_and(|(os, oh)| os == s && oh == h) && s.mtime < old.trusted_before && s.ctime < old.trusted_before
-            })
     }
 
     /// Writes the cache whole; `started` is when its walk started (file-system time, ns). Not

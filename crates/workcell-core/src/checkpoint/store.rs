@@ -9,9 +9,13 @@
 //! - `tmp/`: what is being written; `lock`: the lock that orders processes.
 //!
 //! Every file is written under `tmp/` and renamed into place, so a host killed at any moment
-//! leaves each name whole or absent. Objects come first (made durable by one `syncfs`), the
-//! manifest last (fsynced, renamed, its directory fsynced): a manifest that exists names only
-//! objects that exist. Removal goes the other way (manifest first, then the objects no other
+//! leaves each name whole or absent. A checkpoint's new objects and its manifest are written
+//! under `tmp/` and made durable by one `syncfs`, the objects renamed into `objects/` and that
+//! made durable by a second, then the manifest renamed into `manifests/` and that directory
+//! fsynced ([`Store::commit`], [`Store::publish`]): a manifest that exists names only objects
+//! that exist whole, after a crash of the host or of the machine. The stat cache and the usage
+//! count are replaced without waiting for the disk (checked when read, recounted by a
+//! collection). Removal goes the other way (manifest first, then the objects no other
 //! manifest names), so a kill in between leaves unreferenced objects, collected by the next
 //! collection. `create`, `drop` and collection hold the lock exclusively; `list`, `diff` and
 //! `rewind` share it (the objects they read are not collected under them).
