@@ -114,7 +114,8 @@ impl Rules {
 
 /// One entry the walk yields: a regular file or a symlink.
 pub(crate) struct Seen<'a> {
-    pub dir: &'a DirHandle,
+    /// Its directory (shared: a visitor may keep it to act on the entry later).
+    pub dir: &'a Arc<DirHandle>,
     pub name: &'a OsStr,
     /// Workspace-relative path.
     pub rel: &'a Path,
@@ -148,6 +149,7 @@ pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, verb: &str, v
     let mut files = IgnoreFiles::default();
     let mut stack = IgnoreStack::default();
     let mut rel = PathBuf::new();
+    let root = Arc::new(root);
     let progress = cancel.progress();
     let mut seen = 0u64;
     let mut counted = |s: Seen<'_>| {
@@ -164,7 +166,7 @@ pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, verb: &str, v
 
 #[allow(clippy::too_many_arguments)]
 fn walk_dir(
-    dir: &DirHandle,
+    dir: &Arc<DirHandle>,
     rel: &mut PathBuf,
     depth: usize,
     rules: &Rules,
@@ -203,7 +205,7 @@ fn walk_dir(
             } else {
                 match e.kind {
                     Kind::Dir if depth < walk::MAX_WALK_DEPTH => match dir.open_dir(&e.name) {
-                        Ok(child) => walk_dir(&child, rel, depth + 1, rules, files, stack, cancel, visit),
+                        Ok(child) => walk_dir(&Arc::new(child), rel, depth + 1, rules, files, stack, cancel, visit),
                         // Removed or swapped for a link since readdir: not a directory now.
                         Err(err) if walk::is_swapped(&err) => Ok(()),
                         Err(err) => Err(Error::from_io(&err, &walk::display(rel))),

@@ -100,6 +100,137 @@ fn too_many() -> Error {
         .with_details(serde_json::json!({ "limit": MAX_RECORDS }))
 }
 
+/// Entries whose `lstat` is taken together (in parallel, as git's preloaded index does), then
+/// recorded in walk order. Bounds the directories held open meanwhile.
+const BATCH: usize = 2048;
+/// Most threads taking `lstat`s.
+const MAX_STAT_THREADS: usize = 8;
+/// Most directories a batch holds open (each pending entry keeps its directory's descriptor).
+const BATCH_DIRS: usize = 128;
+
+/// One entry the walk found, waiting for its `lstat`.
+struct Pending {
+    dir: std::sync::Arc<crate::walk::DirHandle>,
+    name: std::ffi::OsString,
+    path: Vec<u8>,
+    kind: Kind,
+    stat: Option<Stat>,
+}
+
+/// What `create` builds while it walks.
+struct Recorder<'a> {
+    cp: &'a Checkpoints,
+    cancel: &'a Cancel,
+    cache: StatCache,
+    next_cache: StatCache,
+    records: Vec<Record>,
+    not_kept: Vec<(Vec<u8>, u64)>,
+    stats: CreateStats,
+    batch: Batch,
+    pending: Vec<Pending>,
+    /// Directories the pending entries hold open.
+    pending_dirs: usize,
+    threads: usize,
+}
+
+impl Recorder<'_> {
+    fn push(&mut self, seen: scan::Seen<'_>) -> Result<()> {
+        if self.records.len() + self.pending.len() >= MAX_RECORDS {
+            return Err(too_many());
+        }
+        let path = seen.rel.as_os_str().as_encoded_bytes().to_vec();
+        // The walk yields a directory's entries together: a new directory is a new descriptor.
+        if self.pending.last().is_none_or(|p| !std::sync::Arc::ptr_eq(&p.dir, seen.dir)) {
+            self.pending_dirs += 1;
+        }
+        self.pending.push(Pending { dir: seen.dir.clone(), name: seen.name.to_os_string(), path, kind: seen.kind, stat: None });
+        if self.pending.len() >= BATCH || self.pending_dirs >= BATCH_DIRS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Takes the pending files' `lstat`s (several threads for a large batch), then records
+    /// every pending entry in walk order.
+    fn flush(&mut self) -> Result<()> {
+        let mut pending = std::mem::take(&mut self.pending);
+        self.pending_dirs = 0;
+        let stat_all = |items: &mut [Pending]| {
+            for p in items.iter_mut().filter(|p| p.kind == Kind::File) {
+                p.stat = scan::lstat(&p.dir.fd(), &p.name).ok().flatten();
+            }
+        };
+        let threads = self.threads.min(pending.len() / 256).max(1);
+        if threads > 1 {
+            let chunk = pending.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                for part in pending.chunks_mut(chunk) {
+                    s.spawn(move || stat_all(part));
+                }
+            });
+        } else {
+            stat_all(&mut pending);
+        }
+        for p in pending.drain(..) {
+            self.cancel.check()?;
+            self.record(p)?;
+        }
+        self.pending = pending;
+        Ok(())
+    }
+
+    fn record(&mut self, p: Pending) -> Result<()> {
+        let Pending { dir, name, path, kind, stat } = p;
+        let max_file = self.cp.max_file_bytes;
+        match kind {
+            Kind::Symlink => {
+                // Gone or no longer a link since readdir: not recorded.
+                if let Ok(t) = dir.read_link(&name) {
+                    self.records.push(Record { path, state: State::Link { target: t.into_encoded_bytes() } });
+                }
+            }
+            Kind::File => {
+                // A file the stat cache vouches for is not even opened (an lstat, as git's).
+                if let Some(st) = stat.filter(|st| st.kind() == Kind::File && st.size <= max_file) {
+                    if let Some((key, hash)) = self.cache.take(&path, &st) {
+                        self.stats.cached += 1;
+                        self.next_cache.insert(key, st, hash);
+                        self.records.push(Record { path, state: State::File { mode: st.mode & 0o777, size: st.size, hash } });
+                        return Ok(());
+                    }
+                }
+                let (mut file, _) = match dir.open_regular(&name) {
+                    Ok(Ok(f)) => f,
+                    Ok(Err(_)) => return Ok(()),
+                    Err(e) if crate::walk::is_swapped(&e) => return Ok(()),
+                    Err(e) => return Err(Error::from_io(&e, &scan::shown(&path))),
+                };
+                let before = Stat::of(&rustix::fs::fstat(&file).map_err(|e| Error::from_io(&e.into(), &scan::shown(&path)))?);
+                if before.size > max_file {
+                    self.not_kept.push((path, before.size));
+                    return Ok(());
+                }
+                let mode = before.mode & 0o777;
+                let (hash, size, added) = self.cp.store.put(&mut self.batch, &mut file, max_file + 1, self.cancel)?;
+                self.stats.read += 1;
+                self.stats.new_bytes += added;
+                if size > max_file {
+                    // Grew past the limit while read.
+                    self.not_kept.push((path, size));
+                    return Ok(());
+                }
+                let after = rustix::fs::fstat(&file).map(|s| Stat::of(&s));
+                if after.as_ref().is_ok_and(|a| *a == before) && size == before.size {
+                    self.next_cache.insert(path.clone(), before, hash);
+                }
+                self.records.push(Record { path, state: State::File { mode, size, hash } });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn create(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -> Result<Created> {
     create_measured(cp, label, cancel).map(|(c, _)| c)
 }
@@ -114,71 +245,26 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
     // counting: its first checkpoint's usage is its own new bytes, without a collection.
     let first = !must_collect && cp.store.ids()?.is_empty();
     let started = fs_now(&cp.ws);
-    let mut cache = StatCache::load(&cp.store);
+    let cache = StatCache::load(&cp.store);
     let cached_before = cache.len() as u64;
-    let mut next_cache = StatCache::new();
-    let mut records: Vec<Record> = Vec::new();
-    let mut not_kept: Vec<(Vec<u8>, u64)> = Vec::new();
-    let mut stats = CreateStats::default();
-    clock.lap(&mut stats, "lock, cache load");
-    let max_file = cp.max_file_bytes;
-    let mut batch = Batch::default();
-    let walked = scan::walk(&cp.ws, &cp.rules, cancel, "recorded", &mut |seen| {
-        if records.len() >= MAX_RECORDS {
-            return Err(too_many());
-        }
-        let path = seen.rel.as_os_str().as_encoded_bytes().to_vec();
-        match seen.kind {
-            Kind::Symlink => match seen.dir.read_link(seen.name) {
-                Ok(t) => records.push(Record { path, state: State::Link { target: t.into_encoded_bytes() } }),
-                // Gone or no longer a link since readdir: not recorded.
-                Err(_) => {}
-            },
-            Kind::File => {
-                // A file the stat cache vouches for is not even opened (an lstat, as git's).
-                if let Ok(Some(st)) = scan::lstat(&seen.dir.fd(), seen.name) {
-                    if st.kind() == Kind::File && st.size <= max_file {
-                        if let Some((key, hash)) = cache.take(&path, &st) {
-                            stats.cached += 1;
-                            next_cache.insert(key, st, hash);
-                            records.push(Record { path, state: State::File { mode: st.mode & 0o777, size: st.size, hash } });
-                            return Ok(());
-                        }
-                    }
-                }
-                let (mut file, _) = match seen.dir.open_regular(seen.name) {
-                    Ok(Ok(f)) => f,
-                    Ok(Err(_)) => return Ok(()),
-                    Err(e) if crate::walk::is_swapped(&e) => return Ok(()),
-                    Err(e) => return Err(Error::from_io(&e, &scan::shown(&path))),
-                };
-                let before = Stat::of(&rustix::fs::fstat(&file).map_err(|e| Error::from_io(&e.into(), &scan::shown(&path)))?);
-                if before.size > max_file {
-                    not_kept.push((path, before.size));
-                    return Ok(());
-                }
-                let mode = before.mode & 0o777;
-                let (hash, size, added) = cp.store.put(&mut batch, &mut file, max_file + 1, cancel)?;
-                stats.read += 1;
-                if added > 0 {
-                    stats.new_bytes += added;
-                }
-                if size > max_file {
-                    // Grew past the limit while read.
-                    not_kept.push((path, size));
-                    return Ok(());
-                }
-                let after = rustix::fs::fstat(&file).map(|s| Stat::of(&s));
-                if after.as_ref().is_ok_and(|a| *a == before) && size == before.size {
-                    next_cache.insert(path.clone(), before, hash);
-                }
-                records.push(Record { path, state: State::File { mode, size, hash } });
-            }
-            _ => {}
-        }
-        Ok(())
-    })
-    .and_then(|()| cancel.check());
+    let mut rec = Recorder {
+        cp,
+        cancel,
+        cache,
+        next_cache: StatCache::new(),
+        records: Vec::new(),
+        not_kept: Vec::new(),
+        stats: CreateStats::default(),
+        batch: Batch::default(),
+        pending: Vec::with_capacity(BATCH),
+        pending_dirs: 0,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_STAT_THREADS),
+    };
+    clock.lap(&mut rec.stats, "lock, cache load");
+    let walked = scan::walk(&cp.ws, &cp.rules, cancel, "recorded", &mut |seen| rec.push(seen))
+        .and_then(|()| rec.flush())
+        .and_then(|()| cancel.check());
+    let Recorder { next_cache, cache, mut records, mut not_kept, mut stats, batch, .. } = rec;
     if let Err(e) = walked {
         cp.store.discard(batch);
         return Err(e);
