@@ -55,12 +55,14 @@ export declare class NativeCheckpoints {
   constructor(workspace: NativeWorkspace, storeDir?: string | undefined | null, maxBytes?: number | undefined | null, maxFileBytes?: number | undefined | null, exclude?: Array<string> | undefined | null, protect?: Array<string> | undefined | null)
   /** The store's directory. */
   get storeDir(): string
-  create(label?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; label?: string; createdAt: number; files: number; bytes: number; notKept: Array<{ path: string; bytes: number }>; dropped: Array<string> } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  list(cancel?: CancelHandle | undefined | null): Promise<{ ok: Array<{ id: string; label?: string; createdAt: number; files: number; bytes: number }> } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  create(label?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<C.CheckpointCreated>>
+  list(cancel?: CancelHandle | undefined | null): Promise<C.Outcome<Array<C.CheckpointSummary>>>
   /** The diff since checkpoint `id`; `reverse`: the change a rewind would make. */
-  diff(id: string, reverse?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<{ ok: { summary: string; diff: string; files: Array<{ path: string; action: "added" | "modified" | "deleted" | "mode" | "type" }>; hash: string; truncated?: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  rewind(id: string, expectedHash: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: { id: string; summary: string; files: Array<{ path: string; action: "added" | "modified" | "deleted" | "mode" | "type" }> } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
-  dropCheckpoint(id: string, cancel?: CancelHandle | undefined | null): Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>
+  diff(id: string, reverse?: boolean | undefined | null, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<C.CheckpointDiff>>
+  /** What a person approves before a rewind: the whole change, each file's diff never cut. */
+  rewindApproval(id: string, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<C.ApprovalPreview>>
+  rewind(id: string, expectedHash: string, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<C.CheckpointRewound>>
+  dropCheckpoint(id: string, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<null>>
 }
 
 /** The process table of one tool set. */

@@ -20,6 +20,15 @@ export type ReadProcessOutput = ProcessOutput;
 /** The output of `stop_process`. */
 export type StopProcessOutput = ProcessOutput;
 
+/** The output of `checkpoint`. */
+export type CheckpointOutput = CheckpointCreated;
+
+/** The output of `diff_checkpoint`. */
+export type DiffCheckpointOutput = CheckpointDiff;
+
+/** The output of `rewind_checkpoint`. */
+export type RewindCheckpointOutput = CheckpointRewound;
+
 /** The input of `read_file`. */
 export interface ReadFileInput {
   path: string;
@@ -165,6 +174,29 @@ export interface StopProcessInput {
 
 /** The input of `list_processes`. */
 export type ListProcessesInput = Record<string, never>;
+
+/** The input of `checkpoint`. */
+export interface CheckpointInput {
+  /** A short name for the checkpoint, such as `before refactoring`. */
+  label?: string;
+}
+
+/** The input of `list_checkpoints`. */
+export type ListCheckpointsInput = Record<string, never>;
+
+/** The input of `diff_checkpoint`. */
+export interface DiffCheckpointInput {
+  /** A checkpoint id, as `checkpoint` or `list_checkpoints` returned it. */
+  id: string;
+}
+
+/** The input of `rewind_checkpoint`. */
+export interface RewindCheckpointInput {
+  /** A checkpoint id, as `checkpoint` or `list_checkpoints` returned it. */
+  id: string;
+  /** The `hash` `diff_checkpoint` returned for the change set reviewed. */
+  expectedHash: string;
+}
 
 /** read_file's result: a whole text file, a window of lines, or an image. */
 export type ReadFileOutput = ReadFileText | ReadFileWindow | ReadFileImage;
@@ -465,6 +497,76 @@ export interface ProcessInfo {
   durationMs: number;
 }
 
+/** What `create` returns: the new checkpoint, what was not kept, the checkpoints dropped to
+ * stay within `maxBytes`. */
+export interface CheckpointCreated {
+  id: string;
+  label?: string;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  /** Files and symlinks recorded. */
+  files: number;
+  /** Their size in bytes. */
+  bytes: number;
+  /** Files over `maxFileBytes`, not kept. */
+  notKept: {
+    path: string;
+    bytes: number;
+  }[];
+  /** Checkpoints dropped to stay within `maxBytes`. */
+  dropped: string[];
+}
+
+/** `list_checkpoints`'s result: the checkpoints of the workspace, oldest first. */
+export interface ListCheckpointsOutput {
+  checkpoints: CheckpointSummary[];
+}
+
+/** One checkpoint as `list` shows it. */
+export interface CheckpointSummary {
+  id: string;
+  label?: string;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  /** Files and symlinks recorded. */
+  files: number;
+  /** Their size in bytes. */
+  bytes: number;
+}
+
+/** What changed since a checkpoint: the complete file list, a bounded unified diff, and the
+ * hash `rewind` needs. */
+export interface CheckpointDiff {
+  /** One line for a person. */
+  summary: string;
+  /** Unified diff, at most 1 MiB (then `truncated` and `[N more bytes]`); binary files named. */
+  diff: string;
+  /** Every changed path. */
+  files: {
+    path: string;
+    action: CheckpointAction;
+  }[];
+  /** Identifies this change set: pass it to `rewind` as `expectedHash`. */
+  hash: string;
+  truncated?: boolean;
+}
+
+/** What happened to a path since the checkpoint (`mode`: only its permission bits; `type`: a
+ * file became a symlink or the reverse). */
+export type CheckpointAction = "added" | "modified" | "deleted" | "mode" | "type";
+
+/** What `rewind` did: every path it put back. */
+export interface CheckpointRewound {
+  id: string;
+  /** One line for a person. */
+  summary: string;
+  /** The paths the rewind changed, with what it did to each. */
+  files: {
+    path: string;
+    action: CheckpointAction;
+  }[];
+}
+
 /** What `read_file` returns: a text file's content or an image. */
 export type ReadResult = ReadFileText | ReadFileImage;
 
@@ -512,4 +614,8 @@ export interface ToolShapes {
   write_process: { input: WriteProcessInput; output: WriteProcessOutput };
   stop_process: { input: StopProcessInput; output: StopProcessOutput };
   list_processes: { input: ListProcessesInput; output: ListProcessesOutput };
+  checkpoint: { input: CheckpointInput; output: CheckpointOutput };
+  list_checkpoints: { input: ListCheckpointsInput; output: ListCheckpointsOutput };
+  diff_checkpoint: { input: DiffCheckpointInput; output: DiffCheckpointOutput };
+  rewind_checkpoint: { input: RewindCheckpointInput; output: RewindCheckpointOutput };
 }

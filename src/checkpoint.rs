@@ -57,40 +57,39 @@ impl NativeCheckpoints {
         self.inner.store_dir().to_string_lossy().into_owned()
     }
 
-    #[napi(
-        ts_return_type = "Promise<{ ok: { id: string; label?: string; createdAt: number; files: number; bytes: number; notKept: Array<{ path: string; bytes: number }>; dropped: Array<string> } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
-    )]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.CheckpointCreated>>")]
     pub fn create<'env>(&self, env: &'env Env, label: Option<String>, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (cp, cancel) = (self.inner.clone(), cancel_of(cancel));
         on_pool(env, Lane::Walk, move || cp.create(label.as_deref(), &cancel))
     }
 
-    #[napi(
-        ts_return_type = "Promise<{ ok: Array<{ id: string; label?: string; createdAt: number; files: number; bytes: number }> } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
-    )]
+    #[napi(ts_return_type = "Promise<C.Outcome<Array<C.CheckpointSummary>>>")]
     pub fn list<'env>(&self, env: &'env Env, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (cp, cancel) = (self.inner.clone(), cancel_of(cancel));
         on_pool(env, Lane::Walk, move || cp.list(&cancel))
     }
 
     /// The diff since checkpoint `id`; `reverse`: the change a rewind would make.
-    #[napi(
-        ts_return_type = "Promise<{ ok: { summary: string; diff: string; files: Array<{ path: string; action: \"added\" | \"modified\" | \"deleted\" | \"mode\" | \"type\" }>; hash: string; truncated?: boolean } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
-    )]
+    #[napi(ts_return_type = "Promise<C.Outcome<C.CheckpointDiff>>")]
     pub fn diff<'env>(&self, env: &'env Env, id: String, reverse: Option<bool>, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (cp, cancel) = (self.inner.clone(), cancel_of(cancel));
         on_pool(env, Lane::Walk, move || if reverse.unwrap_or(false) { cp.rewind_preview(&id, &cancel) } else { cp.diff(&id, &cancel) })
     }
 
-    #[napi(
-        ts_return_type = "Promise<{ ok: { id: string; summary: string; files: Array<{ path: string; action: \"added\" | \"modified\" | \"deleted\" | \"mode\" | \"type\" }> } } | { error: { code: string; message: string; hint?: string; details?: unknown } }>"
-    )]
+    /// What a person approves before a rewind: the whole change, each file's diff never cut.
+    #[napi(ts_return_type = "Promise<C.Outcome<C.ApprovalPreview>>")]
+    pub fn rewind_approval<'env>(&self, env: &'env Env, id: String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
+        let (cp, cancel) = (self.inner.clone(), cancel_of(cancel));
+        on_pool(env, Lane::Walk, move || cp.rewind_approval(&id, &cancel))
+    }
+
+    #[napi(ts_return_type = "Promise<C.Outcome<C.CheckpointRewound>>")]
     pub fn rewind<'env>(&self, env: &'env Env, id: String, expected_hash: String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (cp, cancel) = (self.inner.clone(), cancel_of(cancel));
         on_pool(env, Lane::Write, move || cp.rewind(&id, &expected_hash, &cancel))
     }
 
-    #[napi(ts_return_type = "Promise<{ ok: null } | { error: { code: string; message: string; hint?: string; details?: unknown } }>")]
+    #[napi(ts_return_type = "Promise<C.Outcome<null>>")]
     pub fn drop_checkpoint<'env>(&self, env: &'env Env, id: String, cancel: Option<&CancelHandle>) -> napi::Result<Object<'env>> {
         let (cp, cancel) = (self.inner.clone(), cancel_of(cancel));
         on_pool(env, Lane::Walk, move || cp.drop_checkpoint(&id, &cancel))

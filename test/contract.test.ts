@@ -2,6 +2,7 @@
 // (crates/workcell-core/src/contract, `npm run generate`): each tool's `parameters` is its
 // generated input schema with hand-written descriptions (compact or full), its `outputSchema`
 // the generated output schema, and a bad input is refused as the generated schema says.
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { createCodingTools, createRunCommandTool } from "../dist/index.js";
 import { TOOL_SCHEMAS } from "../dist/generated/contract.js";
@@ -23,9 +24,9 @@ function generatedInput(name: keyof typeof TOOL_SCHEMAS): unknown {
 
 describe("the generated contract", () => {
   test("every tool's parameters and outputSchema are the generated ones, compact and full", async () => {
-    const { root } = await tempWorkspace();
+    const { parent, root } = await tempWorkspace();
     for (const descriptions of ["compact", "full"] as const) {
-      const tools = createCodingTools(root, { descriptions });
+      const tools = createCodingTools(root, { descriptions, checkpoints: { storeDir: join(parent, "store") } });
       expect(tools.map((t) => t.name).sort()).toEqual(Object.keys(TOOL_SCHEMAS).sort());
       for (const tool of tools) {
         const name = tool.name as keyof typeof TOOL_SCHEMAS;

@@ -4,6 +4,8 @@
 // converts.
 import { binding, callCore, openWorkspace } from "./native.js";
 import { checkOptions, option, type OptionSpecOf } from "./options.js";
+import type { Progress } from "./tool.js";
+import type { ApprovalPreview, CheckpointAction, CheckpointCreated, CheckpointDiff, CheckpointRewound, CheckpointSummary } from "./generated/contract.js";
 
 /** The options of `createCheckpoints` (contract §19). */
 export interface CheckpointsOptions {
@@ -23,53 +25,13 @@ export interface CheckpointsOptions {
 export interface CheckpointCallOptions {
   /** Cancels the call: it rejects with an AbortError and nothing is changed. */
   signal?: AbortSignal;
+  /** Progress while the call runs on a large tree (contract §18): files recorded or compared, paths put back. */
+  onProgress?: (update: Progress) => void;
 }
 
-/** What `create` returns: the new checkpoint, what was not kept, the checkpoints dropped to stay within `maxBytes`. */
-export interface CheckpointCreated {
-  id: string;
-  label?: string;
-  /** Milliseconds since the epoch. */
-  createdAt: number;
-  files: number;
-  bytes: number;
-  /** Files over `maxFileBytes`: not kept, so never listed by a diff nor touched by a rewind. */
-  notKept: { path: string; bytes: number }[];
-  /** Checkpoints dropped to stay within `maxBytes`. */
-  dropped: string[];
-}
-
-/** One checkpoint as `list` shows it. */
-export interface CheckpointSummary {
-  id: string;
-  label?: string;
-  createdAt: number;
-  files: number;
-  bytes: number;
-}
-
-/** What happened to a path since the checkpoint. */
-export type CheckpointAction = "added" | "modified" | "deleted" | "mode" | "type";
-
-/** What changed since a checkpoint: the complete file list, a bounded unified diff, and the hash `rewind` needs. */
-export interface CheckpointDiff {
-  summary: string;
-  /** Unified diff, at most 1 MiB (then `truncated` and `[N more bytes]`). */
-  diff: string;
-  /** Every changed path. */
-  files: { path: string; action: CheckpointAction }[];
-  /** Identifies this change set: pass it to `rewind` as `expectedHash`. */
-  hash: string;
-  truncated?: boolean;
-}
-
-/** What `rewind` did: every path it put back. */
-export interface CheckpointRewound {
-  id: string;
-  summary: string;
-  /** The paths the rewind changed, with what it did to each. */
-  files: { path: string; action: CheckpointAction }[];
-}
+// The shapes are the core's (crates/workcell-core/src/checkpoint, generated into
+// native/contract.d.ts): `create`'s result, `list`'s items, `diff`'s and `rewind`'s.
+export type { CheckpointAction, CheckpointCreated, CheckpointDiff, CheckpointRewound, CheckpointSummary };
 
 /** The checkpoints of one workspace root, from `createCheckpoints`. */
 export interface Checkpoints {
@@ -134,39 +96,55 @@ export function createCheckpoints(root: string, options?: CheckpointsOptions): C
     if (closed) throw new Error("workcell: these checkpoints were closed; create them again with createCheckpoints");
     return native;
   };
-  const run = <T>(signal: AbortSignal | undefined, f: (n: typeof native) => (cancel: never) => Promise<unknown>): Promise<T> => {
+  const run = <T>(opts: CheckpointCallOptions, f: (n: typeof native) => (cancel: never) => Promise<unknown>): Promise<T> => {
     let n: typeof native;
     try {
       n = open();
     } catch (err) {
       return Promise.reject(err);
     }
-    return callCore(signal, f(n) as never) as Promise<T>;
+    return callCore(opts.signal, f(n) as never, opts.onProgress) as Promise<T>;
   };
-  return {
+  const checkpoints: Checkpoints = {
     storeDir: native.storeDir,
     create(input = {}, opts = {}) {
       const label = input.label === undefined ? undefined : string(input.label, "label");
-      return run(opts.signal, (n) => (cancel) => n.create(label, cancel));
+      return run(opts, (n) => (cancel) => n.create(label, cancel));
     },
     list(opts = {}) {
-      return run(opts.signal, (n) => (cancel) => n.list(cancel));
+      return run(opts, (n) => (cancel) => n.list(cancel));
     },
     diff(id, opts = {}) {
       const checked = string(id, "id");
-      return run(opts.signal, (n) => (cancel) => n.diff(checked, opts.reverse === true, cancel));
+      return run(opts, (n) => (cancel) => n.diff(checked, opts.reverse === true, cancel));
     },
     rewind(id, input, opts = {}) {
       const checked = string(id, "id");
       const expected = string(input?.expectedHash, "expectedHash");
-      return run(opts.signal, (n) => (cancel) => n.rewind(checked, expected, cancel));
+      return run(opts, (n) => (cancel) => n.rewind(checked, expected, cancel));
     },
     async drop(id, opts = {}) {
       const checked = string(id, "id");
-      await run(opts.signal, (n) => (cancel) => n.dropCheckpoint(checked, cancel));
+      await run(opts, (n) => (cancel) => n.dropCheckpoint(checked, cancel));
     },
     close() {
       closed = true;
     },
   };
+  approvals.set(checkpoints, (id, opts) => run(opts, (n) => (cancel) => n.rewindApproval(string(id, "id"), cancel)));
+  return checkpoints;
+}
+
+const approvals = new WeakMap<Checkpoints, (id: string, opts: CheckpointCallOptions) => Promise<ApprovalPreview>>();
+
+/**
+ * What a person approves before `rewind(id)`: the whole change it makes, every changed line of
+ * every file (never cut; binary and large files named by their hashes and sizes), each file's
+ * part on its own, and every path with the change set's hash (the core's, as the writing
+ * tools' previews). For the rewind_checkpoint tool; not part of the public `Checkpoints`.
+ */
+export function rewindApproval(checkpoints: Checkpoints, id: string, opts: CheckpointCallOptions = {}): Promise<ApprovalPreview> {
+  const f = approvals.get(checkpoints);
+  if (!f) return Promise.reject(new TypeError("workcell: rewindApproval needs checkpoints from createCheckpoints"));
+  return f(id, opts);
 }

@@ -73,3 +73,15 @@ export type {
 export type { CommonToolOptions, DescriptionStyle } from "./common-options.js";
 export { createCheckpoints } from "./checkpoints.js";
 export type { Checkpoints, CheckpointsOptions, CheckpointCallOptions, CheckpointCreated, CheckpointSummary, CheckpointDiff, CheckpointRewound, CheckpointAction } from "./checkpoints.js";
+export type {
+  CheckpointTool,
+  CheckpointToolsOptions,
+  CheckpointInput,
+  CheckpointOutput,
+  ListCheckpointsInput,
+  ListCheckpointsOutput,
+  DiffCheckpointInput,
+  DiffCheckpointOutput,
+  RewindCheckpointInput,
+  RewindCheckpointOutput,
+} from "./checkpoint-tools.js";

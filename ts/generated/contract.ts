@@ -71,6 +71,22 @@ export const TOOL_SCHEMAS = {
     input: {"type":"object","additionalProperties":false,"properties":{}},
     output: {"type":"object","properties":{"processes":{"type":"array","items":{"required":["id","argv","running","exitCode","signal","startedAt","durationMs"],"type":"object","properties":{"id":{"type":"string"},"argv":{"type":"array","items":{"type":"string"}},"running":{"type":"boolean"},"exitCode":{"type":["integer","null"]},"signal":{"type":["string","null"]},"startedAt":{"type":"string"},"durationMs":{"type":"integer"}},"additionalProperties":false}}},"required":["processes"],"additionalProperties":false},
   },
+  checkpoint: {
+    input: {"type":"object","additionalProperties":false,"properties":{"label":{"type":"string","maxLength":256}}},
+    output: {"type":"object","properties":{"id":{"type":"string"},"label":{"type":"string"},"createdAt":{"type":"integer"},"files":{"type":"integer"},"bytes":{"type":"integer"},"notKept":{"type":"array","items":{"required":["path","bytes"],"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"}},"additionalProperties":false}},"dropped":{"type":"array","items":{"type":"string"}}},"required":["id","createdAt","files","bytes","notKept","dropped"],"additionalProperties":false},
+  },
+  list_checkpoints: {
+    input: {"type":"object","additionalProperties":false,"properties":{}},
+    output: {"type":"object","properties":{"checkpoints":{"type":"array","items":{"required":["id","createdAt","files","bytes"],"type":"object","properties":{"id":{"type":"string"},"label":{"type":"string"},"createdAt":{"type":"integer"},"files":{"type":"integer"},"bytes":{"type":"integer"}},"additionalProperties":false}}},"required":["checkpoints"],"additionalProperties":false},
+  },
+  diff_checkpoint: {
+    input: {"type":"object","additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64,"minLength":1}},"required":["id"]},
+    output: {"type":"object","properties":{"summary":{"type":"string"},"diff":{"type":"string"},"files":{"type":"array","items":{"required":["path","action"],"type":"object","properties":{"path":{"type":"string"},"action":{"enum":["added","modified","deleted","mode","type"],"type":"string"}},"additionalProperties":false}},"hash":{"type":"string"},"truncated":{"type":"boolean"}},"required":["summary","diff","files","hash"],"additionalProperties":false},
+  },
+  rewind_checkpoint: {
+    input: {"type":"object","additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64,"minLength":1},"expectedHash":{"type":"string","maxLength":128,"minLength":1}},"required":["id","expectedHash"]},
+    output: {"type":"object","properties":{"id":{"type":"string"},"summary":{"type":"string"},"files":{"type":"array","items":{"required":["path","action"],"type":"object","properties":{"path":{"type":"string"},"action":{"enum":["added","modified","deleted","mode","type"],"type":"string"}},"additionalProperties":false}}},"required":["id","summary","files"],"additionalProperties":false},
+  },
 } as const;
 
 /** The JSON Schema of a process call's `grants`. */

@@ -77,7 +77,7 @@ pub struct FileDiff {
 }
 
 impl FileDiff {
-    fn new(path: &str, diff: String) -> FileDiff {
+    pub(crate) fn new(path: &str, diff: String) -> FileDiff {
         let (mut added, mut removed) = (0usize, 0usize);
         // The two header lines and any note before the first hunk are not changed lines
         // (counting by prefix would take a removed line "-- x", shown "--- x", for a header).

@@ -34,8 +34,11 @@ pub const MAX_DIFF_FILE_BYTES: u64 = 1 << 20;
 /// The hash recorded for a file now over `maxFileBytes` (never equal to a kept file's).
 const UNREAD: [u8; 32] = [0xff; 32];
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// What happened to a path since the checkpoint (`mode`: only its permission bits; `type`: a
+/// file became a symlink or the reverse).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(rename = "CheckpointAction")]
 pub enum Action {
     Added,
     Modified,
@@ -64,17 +67,26 @@ impl Action {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// A changed path and what happened to it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(inline)]
 pub struct Changed {
     pub path: String,
     pub action: Action,
 }
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// What changed since a checkpoint: the complete file list, a bounded unified diff, and the
+/// hash `rewind` needs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "CheckpointDiff")]
 pub struct DiffOutput {
+    /// One line for a person.
     pub summary: String,
+    /// Unified diff, at most 1 MiB (then `truncated` and `[N more bytes]`); binary files named.
     pub diff: String,
+    /// Every changed path.
     pub files: Vec<Changed>,
+    /// Identifies this change set: pass it to `rewind` as `expectedHash`.
     pub hash: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
@@ -94,7 +106,7 @@ fn scan_now(cp: &Checkpoints, cancel: &Cancel) -> Result<Vec<(Vec<u8>, State, St
     let cache = StatCache::load(&cp.store);
     let mut out: Vec<(Vec<u8>, State, Stat)> = Vec::new();
     let mut buf = vec![0u8; 128 * 1024];
-    scan::walk(&cp.ws, &cp.rules, cancel, &mut |seen| {
+    scan::walk(&cp.ws, &cp.rules, cancel, "compared", &mut |seen| {
         if out.len() >= MAX_RECORDS {
             return Err(Error::new(crate::error::Code::FileTooLarge, format!("the workspace has more than {MAX_RECORDS} files and symlinks"))
                 .with_hint("exclude generated or vendored trees (the exclude option, or .gitignore)"));
@@ -271,6 +283,7 @@ fn file_piece(
     shown: &str,
     from: Option<(&State, bool)>,
     to: Option<(&State, bool)>,
+    whole: bool,
     cancel: &Cancel,
 ) -> Result<()> {
     let from_label = if from.is_some() { format!("a/{shown}") } else { "/dev/null".into() };
@@ -289,11 +302,27 @@ fn file_piece(
                 if *hash == UNREAD {
                     return None;
                 }
-                read_side(cp, if stored { Side::Stored(hash) } else { Side::Now(path) })
+                let bytes = read_side(cp, if stored { Side::Stored(hash) } else { Side::Now(path) })?;
+                // What a person approves is the content the change set's hash names: a file
+                // rewritten since the walk is not shown under that hash.
+                let whole_read = (bytes.len() as u64) <= MAX_DIFF_FILE_BYTES;
+                if whole && whole_read && crate::hash::sha256_hex(&bytes) != hex(hash) {
+                    return None;
+                }
+                Some(bytes)
             }
         }
     };
     let (a, b) = (content(from), content(to));
+    if whole {
+        for (side, read) in [(from, &a), (to, &b)] {
+            if let (Some((State::File { hash, size, .. }, _)), None) = (side, read) {
+                if *hash != UNREAD && *size <= MAX_DIFF_FILE_BYTES {
+                    return Err(crate::write::changed(shown, "target"));
+                }
+            }
+        }
+    }
     let size = |s: Option<(&State, bool)>| match s {
         Some((State::File { size, .. }, _)) => *size,
         _ => 0,
@@ -302,12 +331,15 @@ fn file_piece(
         (Some(a), Some(b)) if (a.len() as u64) <= MAX_DIFF_FILE_BYTES && (b.len() as u64) <= MAX_DIFF_FILE_BYTES => {
             if is_text(&a) && is_text(&b) {
                 let (a, b) = (std::str::from_utf8(&a).unwrap_or(""), std::str::from_utf8(&b).unwrap_or(""));
-                let mut budget = textdiff::Budget::default();
+                let mut budget = if whole { textdiff::Budget::complete() } else { textdiff::Budget::default() };
                 textdiff::file_diff(out, &from_label, &to_label, a, b, &mut budget, cancel)?;
+            } else if whole {
+                named(out, &from_label, &to_label, from, to, "binary");
             } else {
                 out.push_str(&format!("Binary files {from_label} and {to_label} differ\n"));
             }
         }
+        _ if whole => named(out, &from_label, &to_label, from, to, &format!("not read, or over {MAX_DIFF_FILE_BYTES} bytes")),
         _ => {
             out.push_str(&format!(
                 "--- {from_label}\n+++ {to_label}\n... not diffed: {} bytes before, {} after (files over {MAX_DIFF_FILE_BYTES} bytes are named, not diffed)\n",
@@ -319,9 +351,23 @@ fn file_piece(
     Ok(())
 }
 
+/// A content not shown as lines (binary, or too large to diff), named by what identifies it:
+/// each side's SHA-256 and size (`absent` for a side that does not exist; a file over
+/// `maxFileBytes`, never read, by its size alone).
+fn named(out: &mut String, from_label: &str, to_label: &str, from: Option<(&State, bool)>, to: Option<(&State, bool)>, why: &str) {
+    let side = |s: Option<(&State, bool)>| match s {
+        None => "absent".to_string(),
+        Some((State::File { hash, size, .. }, _)) if *hash == UNREAD => format!("{size} bytes, not read (over maxFileBytes)"),
+        Some((State::File { hash, size, .. }, _)) => format!("sha256 {} ({size} bytes)", hex(hash)),
+        Some((State::Link { target }, _)) => format!("symlink -> {}", escape(target)),
+    };
+    out.push_str(&format!("--- {from_label}\n+++ {to_label}\ncontent not shown as lines ({why}): {} becomes {}\n", side(from), side(to)));
+}
+
 /// The diff of one listed path: from the checkpoint to now, or (`reverse`) from now to the
-/// checkpoint (what a rewind does).
-fn piece(cp: &Checkpoints, c: &Change, reverse: bool, cancel: &Cancel) -> Result<String> {
+/// checkpoint (what a rewind does). `whole`: every changed line (an approval's diff, as the
+/// writing tools' previews), a content not shown as lines named by its hash and size.
+fn piece(cp: &Checkpoints, c: &Change, reverse: bool, whole: bool, cancel: &Cancel) -> Result<String> {
     let shown = scan::shown(&c.path);
     let mut out = String::new();
     let old = c.old.as_ref().map(|s| (s, true));
@@ -329,8 +375,8 @@ fn piece(cp: &Checkpoints, c: &Change, reverse: bool, cancel: &Cancel) -> Result
     let (from, to) = if reverse { (now, old) } else { (old, now) };
     match c.action {
         Action::Type => {
-            file_piece(&mut out, cp, &c.path, &shown, from, None, cancel)?;
-            file_piece(&mut out, cp, &c.path, &shown, None, to, cancel)?;
+            file_piece(&mut out, cp, &c.path, &shown, from, None, whole, cancel)?;
+            file_piece(&mut out, cp, &c.path, &shown, None, to, whole, cancel)?;
         }
         Action::Mode => {
             if let (Some((State::File { mode: a, .. }, _)), Some((State::File { mode: b, .. }, _))) = (from, to) {
@@ -338,7 +384,7 @@ fn piece(cp: &Checkpoints, c: &Change, reverse: bool, cancel: &Cancel) -> Result
             }
         }
         _ => {
-            file_piece(&mut out, cp, &c.path, &shown, from, to, cancel)?;
+            file_piece(&mut out, cp, &c.path, &shown, from, to, whole, cancel)?;
             if let (Some((State::File { mode: a, .. }, _)), Some((State::File { mode: b, .. }, _))) = (from, to) {
                 if a != b {
                     out.push_str(&format!("old mode {a:o}\nnew mode {b:o}\n"));
@@ -355,7 +401,7 @@ pub(crate) fn render(cp: &Checkpoints, changes: &[Change], reverse: bool, cancel
     let mut more: u64 = 0;
     for c in changes {
         cancel.check()?;
-        let p = piece(cp, c, reverse, cancel)?;
+        let p = piece(cp, c, reverse, false, cancel)?;
         if more == 0 && text.len() + p.len() <= MAX_DIFF_BYTES {
             text.push_str(&p);
             continue;
@@ -417,13 +463,67 @@ pub(crate) fn listed(changes: &[Change], reverse: bool) -> Vec<Changed> {
         .collect()
 }
 
-pub(crate) fn diff(cp: &Checkpoints, id: &str, reverse: bool, cancel: &Cancel) -> Result<DiffOutput> {
+/// Most bytes of a rewind's approval diff: every changed line of every file is in it (never
+/// cut), so a change larger than this cannot be shown to a person and is not asked about.
+pub const MAX_APPROVAL_DIFF_BYTES: usize = 16 << 20;
+
+/// What a person approves before a rewind: the change it makes (from the workspace now back
+/// to the checkpoint), whole, as the writing tools' previews are: every changed line of every
+/// file, each file's part on its own, a content not shown as lines (binary, or over
+/// [`MAX_DIFF_FILE_BYTES`]) named by its SHA-256 and size on both sides. `files` gives every
+/// listed path with the change set's hash: the rewind runs only while the workspace still
+/// gives that hash, so what was approved is what is applied.
+pub(crate) fn rewind_approval(cp: &Checkpoints, id: &str, cancel: &Cancel) -> Result<crate::approval::Preview> {
+    let Compared { manifest, changes, hash, _lock } = compare(cp, id, cancel)?;
+    let mut diffs = Vec::with_capacity(changes.len());
+    let mut total = 0usize;
+    for c in &changes {
+        cancel.check()?;
+        let p = piece(cp, c, true, true, cancel)?;
+        total += p.len();
+        if total > MAX_APPROVAL_DIFF_BYTES {
+            return Err(Error::new(
+                crate::error::Code::FileTooLarge,
+                format!("the rewind changes more than {MAX_APPROVAL_DIFF_BYTES} bytes of diff, too much to show whole for approval; nothing was rewound"),
+            )
+            .with_hint("ask the user to review the change (workcell checkpoints diff) and rewind it themselves (workcell checkpoints rewind)")
+            .with_details(serde_json::json!({ "limit": MAX_APPROVAL_DIFF_BYTES, "files": changes.len() })));
+        }
+        diffs.push(crate::approval::preview::FileDiff::new(&scan::shown(&c.path), p));
+    }
+    let diff: String = diffs.iter().map(|d| d.diff.as_str()).collect();
+    Ok(crate::approval::Preview {
+        summary: summary(id, manifest.summary.label.as_deref(), &changes, true),
+        diff: Some(diff),
+        files: diffs.iter().map(|d| (d.path.clone(), hash.clone())).collect(),
+        diffs,
+    })
+}
+
+/// A checkpoint compared with the workspace now, under the store's shared lock (held while
+/// this lives: no object it names is collected meanwhile).
+pub(crate) struct Compared {
+    pub _lock: super::store::Lock,
+    pub manifest: Manifest,
+    pub changes: Vec<Change>,
+    /// The change set's hash.
+    pub hash: String,
+}
+
+/// What `diff`, the rewind's approval and `rewind` start with: checkpoint `id` read and
+/// compared with the workspace.
+pub(crate) fn compare(cp: &Checkpoints, id: &str, cancel: &Cancel) -> Result<Compared> {
     cancel.check()?;
     super::store::check_id(id)?;
-    let _lock = cp.store.lock(false, cancel)?;
+    let lock = cp.store.lock(false, cancel)?;
     let manifest = cp.store.read_manifest(id, true)?;
     let changes = changes(cp, &manifest, cancel)?;
     let hash = change_hash(id, &changes);
+    Ok(Compared { _lock: lock, manifest, changes, hash })
+}
+
+pub(crate) fn diff(cp: &Checkpoints, id: &str, reverse: bool, cancel: &Cancel) -> Result<DiffOutput> {
+    let Compared { manifest, changes, hash, _lock } = compare(cp, id, cancel)?;
     let (text, truncated) = render(cp, &changes, reverse, cancel)?;
     Ok(DiffOutput {
         summary: summary(id, manifest.summary.label.as_deref(), &changes, reverse),

@@ -159,6 +159,12 @@ impl Checkpoints {
         diff::diff(self, id, true, cancel)
     }
 
+    /// What a person approves before `rewind(id)`: the whole change it makes, each file's
+    /// diff never cut (see [`diff::rewind_approval`]); every path with the change set's hash.
+    pub fn rewind_approval(&self, id: &str, cancel: &Cancel) -> Result<crate::approval::Preview> {
+        diff::rewind_approval(self, id, cancel)
+    }
+
     /// Puts every path `diff(id)` lists back, all or nothing, while the change set's hash is
     /// still `expected_hash`.
     pub fn rewind(&self, id: &str, expected_hash: &str, cancel: &Cancel) -> Result<RewindOutput> {

@@ -42,12 +42,15 @@ use crate::write::{self, Temp};
 
 use super::diff::{self, Change, Changed};
 use super::scan::{self, Stat, State};
-use super::store::{check_id, hex, unhex};
+use super::store::{hex, unhex};
 use super::Checkpoints;
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// What `rewind` did: every path it put back.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "CheckpointRewound")]
 pub struct RewindOutput {
     pub id: String,
+    /// One line for a person.
     pub summary: String,
     /// The paths the rewind changed, with what it did to each.
     pub files: Vec<Changed>,
@@ -70,12 +73,7 @@ fn in_the_way(shown: &str, what: &str) -> Error {
 }
 
 pub(crate) fn rewind(cp: &Checkpoints, id: &str, expected: &str, cancel: &Cancel) -> Result<RewindOutput> {
-    cancel.check()?;
-    check_id(id)?;
-    let _lock = cp.store.lock(false, cancel)?;
-    let manifest = cp.store.read_manifest(id, true)?;
-    let changes = diff::changes(cp, &manifest, cancel)?;
-    let hash = diff::change_hash(id, &changes);
+    let diff::Compared { manifest, changes, hash, _lock } = diff::compare(cp, id, cancel)?;
     if hash != expected {
         return Err(stale(expected, &hash));
     }
@@ -324,15 +322,19 @@ impl Tx<'_> {
     }
 
     fn run(&mut self, changes: &[Change], cancel: &Cancel) -> Result<()> {
+        let total = changes.len();
+        let progress = cancel.progress();
+        progress.message(|| format!("rewinding {total} paths: moving the changed ones away"));
         for c in changes.iter().rev() {
             if let Some((_, stat)) = &c.now {
                 self.remove(c, stat, cancel)?;
             }
         }
-        for c in changes {
+        for (i, c) in changes.iter().enumerate() {
             if let Some(old) = &c.old {
                 self.restore(c, old, cancel)?;
             }
+            progress.message(|| format!("rewinding {total} paths: {} put back", i + 1));
         }
         Ok(())
     }

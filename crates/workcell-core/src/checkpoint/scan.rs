@@ -114,7 +114,8 @@ impl Rules {
 
 /// One entry the walk yields: a regular file or a symlink.
 pub(crate) struct Seen<'a> {
-    pub dir: &'a DirHandle,
+    /// Its directory (shared: a visitor may keep it to act on the entry later).
+    pub dir: &'a Arc<DirHandle>,
     pub name: &'a OsStr,
     /// Workspace-relative path.
     pub rel: &'a Path,
@@ -135,8 +136,12 @@ fn read_dot_ignore(dir: &DirHandle) -> Option<Arc<ignore::gitignore::Gitignore>>
     walk::parse_gitignore(file).ok().flatten().map(Arc::new)
 }
 
-/// Walks the whole workspace, calling `visit` for each file and symlink, in tree order.
-pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, visit: &mut dyn FnMut(Seen<'_>) -> Result<()>) -> Result<()> {
+/// How often (in files) a watched walk reports its count.
+const REPORT_EVERY: u64 = 64;
+
+/// Walks the whole workspace, calling `visit` for each file and symlink, in tree order. A
+/// watched call's progress (contract §18) counts the files seen: `{n} files {verb}`.
+pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, verb: &str, visit: &mut dyn FnMut(Seen<'_>) -> Result<()>) -> Result<()> {
     ws.check()?;
     let Start::Dir(root) = walk::open_start(ws, None)? else {
         return Err(Error::root_changed("the workspace root is no longer a directory"));
@@ -144,12 +149,24 @@ pub(crate) fn walk(ws: &Workspace, rules: &Rules, cancel: &Cancel, visit: &mut d
     let mut files = IgnoreFiles::default();
     let mut stack = IgnoreStack::default();
     let mut rel = PathBuf::new();
-    walk_dir(&root, &mut rel, 1, rules, &mut files, &mut stack, cancel, visit)
+    let root = Arc::new(root);
+    let progress = cancel.progress();
+    let mut seen = 0u64;
+    let mut counted = |s: Seen<'_>| {
+        seen += 1;
+        if seen % REPORT_EVERY == 0 {
+            progress.count(seen, None, || format!("{seen} files {verb}"));
+        }
+        visit(s)
+    };
+    walk_dir(&root, &mut rel, 1, rules, &mut files, &mut stack, cancel, &mut counted)?;
+    progress.count(seen, None, || format!("{seen} files {verb}"));
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
 fn walk_dir(
-    dir: &DirHandle,
+    dir: &Arc<DirHandle>,
     rel: &mut PathBuf,
     depth: usize,
     rules: &Rules,
@@ -188,7 +205,7 @@ fn walk_dir(
             } else {
                 match e.kind {
                     Kind::Dir if depth < walk::MAX_WALK_DEPTH => match dir.open_dir(&e.name) {
-                        Ok(child) => walk_dir(&child, rel, depth + 1, rules, files, stack, cancel, visit),
+                        Ok(child) => walk_dir(&Arc::new(child), rel, depth + 1, rules, files, stack, cancel, visit),
                         // Removed or swapped for a link since readdir: not a directory now.
                         Err(err) if walk::is_swapped(&err) => Ok(()),
                         Err(err) => Err(Error::from_io(&err, &walk::display(rel))),

@@ -7,9 +7,11 @@
 //! `cargo run -p workcell-core --bin contract` (npm run generate) rewrites them; a test fails
 //! when the committed files differ.
 
+mod checkpoints;
 mod tools;
 mod typescript;
 
+pub use checkpoints::*;
 pub use tools::*;
 
 use schemars::{JsonSchema, Schema};

@@ -265,4 +265,8 @@ tools! {
     "write_process" "WriteProcess" WriteProcessInput => crate::session::table::Written;
     "stop_process" "StopProcess" StopProcessInput => ProcessOutput;
     "list_processes" "ListProcesses" ListProcessesInput => crate::session::table::ProcessList;
+    "checkpoint" "Checkpoint" super::checkpoints::CheckpointInput => crate::checkpoint::Created;
+    "list_checkpoints" "ListCheckpoints" super::checkpoints::ListCheckpointsInput => super::checkpoints::ListCheckpointsOutput;
+    "diff_checkpoint" "DiffCheckpoint" super::checkpoints::DiffCheckpointInput => crate::checkpoint::DiffOutput;
+    "rewind_checkpoint" "RewindCheckpoint" super::checkpoints::RewindCheckpointInput => crate::checkpoint::RewindOutput;
 }

@@ -440,3 +440,152 @@ fn the_diff_is_bounded_and_says_how_much_more() {
     assert!(d.diff.len() <= workcell_core::checkpoint::MAX_DIFF_BYTES + 64);
     assert!(d.diff.trim_end().ends_with("more bytes]"), "{}", &d.diff[d.diff.len() - 100..]);
 }
+
+/// Waits (on the file system's clock, never a fixed sleep) until every file beneath the root
+/// is older than a stat-cache walk starting now by more than the granularity, then makes two
+/// checkpoints: after them, the cache vouches for every file.
+fn settle(fx: &Fixture, cp: &Checkpoints) {
+    let newest = tree(&fx.root)
+        .keys()
+        .filter_map(|k| fs::symlink_metadata(fx.root.join(k)).ok())
+        .map(|m| m.ctime() * 1_000_000_000 + m.ctime_nsec())
+        .max()
+        .unwrap_or(0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fs_now(&fx.parent) <= newest + workcell_core::checkpoint::statcache::GRANULARITY_NS {
+        assert!(Instant::now() < deadline, "the file system clock does not advance");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let c = Cancel::new();
+    snapshot::create_measured(cp, None, &c).unwrap();
+    let (_, s) = snapshot::create_measured(cp, None, &c).unwrap();
+    assert_eq!(s.read, 0, "the cache vouches for every file once they are old enough");
+}
+
+#[test]
+fn a_stat_cache_cut_short_is_ignored_and_every_file_is_read_again() {
+    let fx = fixture();
+    for i in 0..30 {
+        fx.write(&format!("d/f{i:02}.txt"), &format!("file {i}\n"));
+    }
+    let cp = fx.open();
+    settle(&fx, &cp);
+    let cache = fx.store.join("statcache");
+    let whole = fs::read(&cache).unwrap();
+    let c = Cancel::new();
+    // What a crash of the machine can leave of a cache written without waiting for the disk:
+    // cut short (at an entry's boundary or inside one), or zeroes.
+    for damaged in [whole[..whole.len() / 2].to_vec(), whole[..whole.len() - 9].to_vec(), vec![0u8; whole.len()]] {
+        fs::write(&cache, &damaged).unwrap();
+        let (created, s) = snapshot::create_measured(&cp, None, &c).unwrap();
+        assert_eq!((s.read, s.cached), (30, 0), "a damaged cache was trusted");
+        assert_eq!(listed(&cp, &created.id), vec![]);
+        // The checkpoint rewrote it whole.
+        let (_, s) = snapshot::create_measured(&cp, None, &c).unwrap();
+        assert_eq!(s.read, 0);
+    }
+}
+
+#[test]
+fn an_incremental_checkpoint_reads_and_rewrites_only_what_changed() {
+    let fx = fixture();
+    for i in 0..40 {
+        fx.write(&format!("d{}/f{i:02}.txt", i % 4), &format!("file {i}\n"));
+    }
+    let cp = fx.open();
+    settle(&fx, &cp);
+    let cache = fx.store.join("statcache");
+    let stamp = |p: &Path| {
+        let m = fs::metadata(p).unwrap();
+        (m.ino(), m.mtime(), m.mtime_nsec())
+    };
+    let before = stamp(&cache);
+    let c = Cancel::new();
+    // Nothing changed: nothing read, no object written, the cache not rewritten.
+    let (_, s) = snapshot::create_measured(&cp, None, &c).unwrap();
+    assert_eq!((s.read, s.new_bytes), (0, 0));
+    assert_eq!(stamp(&cache), before, "an unchanged stat cache was rewritten");
+    // One file changed: it alone is read and stored.
+    fx.write("d1/f05.txt", "changed\n");
+    let (created, s) = snapshot::create_measured(&cp, None, &c).unwrap();
+    assert_eq!((s.read, s.cached, s.new_bytes), (1, 39, 8));
+    assert_eq!(created.files, 40);
+    assert_ne!(stamp(&cache), before);
+    // The store holds what each checkpoint needs: the first one's diff shows the change.
+    let first = cp.list(&c).unwrap()[0].id.clone();
+    assert_eq!(listed(&cp, &first), pairs(&[("d1/f05.txt", "modified")]));
+}
+
+#[test]
+fn create_diff_and_rewind_report_progress_through_the_cancel_handle() {
+    use workcell_core::progress::Progress;
+    let fx = fixture();
+    for i in 0..300 {
+        fx.write(&format!("d{}/f{i:03}.txt", i % 3), &format!("file {i}\n"));
+    }
+    let cp = fx.open();
+    let watched = || {
+        let p = Progress::watched();
+        (Cancel::new().with_progress(p.clone()), p)
+    };
+    let (c, p) = watched();
+    let id = cp.create(None, &c).unwrap().id;
+    let u = p.take().expect("create reported");
+    assert_eq!((u.progress, u.message.as_str()), (Some(300), "300 files recorded"));
+    fx.write("d0/f000.txt", "changed\n");
+    fx.write("new.txt", "new\n");
+    let (c, p) = watched();
+    let d = cp.diff(&id, &c).unwrap();
+    let u = p.take().expect("diff reported");
+    assert_eq!((u.progress, u.message.as_str()), (Some(301), "301 files compared"));
+    let (c, p) = watched();
+    cp.rewind(&id, &d.hash, &c).unwrap();
+    let u = p.take().expect("rewind reported");
+    assert_eq!(u.progress, Some(301));
+    assert_eq!(u.message, "rewinding 2 paths: 2 put back");
+    // An unwatched call reports nothing (and costs a branch).
+    let c = Cancel::new();
+    cp.create(None, &c).unwrap();
+    assert!(c.progress().take().is_none());
+}
+
+#[test]
+fn a_rewind_approval_shows_every_file_whole_behind_a_large_addition() {
+    let fx = fixture();
+    let auth = "export function allowed(token) {\n  return check(token);\n}\n";
+    fx.write("src/auth.js", auth);
+    fs::write(fx.root.join("blob.bin"), [0u8, 1, 2, 3]).unwrap();
+    let cp = fx.open();
+    let c = Cancel::new();
+    let id = cp.create(None, &c).unwrap().id;
+    // Two large additions sort first (their removal is most of the rewind's diff), then a
+    // one-line change and a binary change.
+    let line = "x".repeat(99) + "\n";
+    fx.write("a1.txt", &line.repeat(6000));
+    fx.write("a2.txt", &line.repeat(6000));
+    fx.write("src/auth.js", &auth.replace("check(token)", "true"));
+    fs::write(fx.root.join("blob.bin"), [9u8, 9, 0]).unwrap();
+    // diff's own result stays bounded: the small change is past its 1 MiB.
+    let bounded = cp.rewind_preview(&id, &c).unwrap();
+    assert_eq!(bounded.truncated, Some(true));
+    assert!(!bounded.diff.contains("return check(token)"));
+    // What a person approves holds all of it, each file whole, each path bound to the hash.
+    let p = cp.rewind_approval(&id, &c).unwrap();
+    let paths: Vec<&str> = p.diffs.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(paths, ["a1.txt", "a2.txt", "blob.bin", "src/auth.js"]);
+    assert_eq!((p.diffs[0].added, p.diffs[0].removed), (0, 6000));
+    assert!(p.diffs[3].diff.contains("-  return true;\n+  return check(token);\n"), "{}", p.diffs[3].diff);
+    let sha = |b: &[u8]| workcell_core::hash::sha256_hex(b);
+    assert!(
+        p.diffs[2].diff.contains(&format!("sha256 {} (3 bytes) becomes sha256 {} (4 bytes)", sha(&[9, 9, 0]), sha(&[0, 1, 2, 3]))),
+        "{}",
+        p.diffs[2].diff
+    );
+    assert_eq!(p.diff.as_deref(), Some(p.diffs.iter().map(|d| d.diff.as_str()).collect::<String>().as_str()));
+    assert!(p.files.iter().all(|(_, h)| *h == bounded.hash) && p.files.len() == 4);
+    assert_eq!(p.summary, bounded.summary);
+    // Approved, it applies exactly that change set: the hash binds it.
+    cp.rewind(&id, &bounded.hash, &c).unwrap();
+    assert_eq!(fs::read_to_string(fx.root.join("src/auth.js")).unwrap(), auth);
+    assert!(!fx.root.join("a1.txt").exists());
+}
