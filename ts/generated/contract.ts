@@ -81,11 +81,11 @@ export const TOOL_SCHEMAS = {
   },
   diff_checkpoint: {
     input: {"type":"object","additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64,"minLength":1}},"required":["id"]},
-    output: {"type":"object","properties":{"summary":{"type":"string"},"diff":{"type":"string"},"files":{"type":"array","items":{"required":["path","action"],"type":"object","properties":{"path":{"type":"string"},"action":{"enum":["added","modified","deleted","mode","type"],"type":"string"}},"additionalProperties":false}},"hash":{"type":"string"},"truncated":{"type":"boolean"}},"required":["summary","diff","files","hash"],"additionalProperties":false},
+    output: {"type":"object","properties":{"summary":{"type":"string"},"diff":{"type":"string"},"files":{"type":"array","items":{"required":["path","action"],"type":"object","properties":{"path":{"type":"string"},"action":{"enum":["added","modified","deleted","mode","type"]}},"additionalProperties":false}},"hash":{"type":"string"},"truncated":{"type":"boolean"}},"required":["summary","diff","files","hash"],"additionalProperties":false},
   },
   rewind_checkpoint: {
     input: {"type":"object","additionalProperties":false,"properties":{"id":{"type":"string","maxLength":64,"minLength":1},"expectedHash":{"type":"string","maxLength":128,"minLength":1}},"required":["id","expectedHash"]},
-    output: {"type":"object","properties":{"id":{"type":"string"},"summary":{"type":"string"},"files":{"type":"array","items":{"required":["path","action"],"type":"object","properties":{"path":{"type":"string"},"action":{"enum":["added","modified","deleted","mode","type"],"type":"string"}},"additionalProperties":false}}},"required":["id","summary","files"],"additionalProperties":false},
+    output: {"type":"object","properties":{"id":{"type":"string"},"summary":{"type":"string"},"files":{"type":"array","items":{"required":["path","action"],"type":"object","properties":{"path":{"type":"string"},"action":{"enum":["added","modified","deleted","mode","type"]}},"additionalProperties":false}}},"required":["id","summary","files"],"additionalProperties":false},
   },
 } as const;
 
