@@ -56,6 +56,7 @@ pub mod root;
 pub mod sandbox;
 pub mod search;
 pub mod session;
+pub mod stage;
 pub mod target_lock;
 pub mod temp_name;
 pub mod testrun;

@@ -396,6 +396,15 @@ const MOVE_MOUNT_T_EMPTY_PATH: usize = 0x40;
 /// beneath it): a detached copy made with `open_tree`, made read-only with `mount_setattr`,
 /// moved onto `fd` with `move_mount` (Linux 5.12+). The caller must own its mount namespace.
 pub unsafe fn bind_read_only(fd: libc::c_int) -> Result<(), i32> {
+    let tree = clone_read_only(fd)?;
+    let r = move_onto(tree, fd);
+    close(tree);
+    r
+}
+
+/// A detached read-only copy of the file or directory open as `fd` (with everything mounted
+/// beneath it): `open_tree(OPEN_TREE_CLONE)` and `mount_setattr(MOUNT_ATTR_RDONLY)`.
+pub unsafe fn clone_read_only(fd: libc::c_int) -> Result<libc::c_int, i32> {
     let empty = c"";
     let tree = check(syscall6(
         libc::SYS_open_tree,
@@ -415,18 +424,27 @@ pub unsafe fn bind_read_only(fd: libc::c_int) -> Result<(), i32> {
         &attr as *const MountAttr as usize,
         std::mem::size_of::<MountAttr>(),
         0,
+    ));
+    match r {
+        Ok(_) => Ok(tree),
+        Err(e) => {
+            close(tree);
+            Err(e)
+        }
+    }
+}
+
+/// Attaches the detached mount `tree` over the file or directory open as `fd` (`move_mount`).
+pub unsafe fn move_onto(tree: libc::c_int, fd: libc::c_int) -> Result<(), i32> {
+    let empty = c"";
+    check(syscall6(
+        libc::SYS_move_mount,
+        tree as usize,
+        empty.as_ptr() as usize,
+        fd as usize,
+        empty.as_ptr() as usize,
+        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        0,
     ))
-    .and_then(|_| {
-        check(syscall6(
-            libc::SYS_move_mount,
-            tree as usize,
-            empty.as_ptr() as usize,
-            fd as usize,
-            empty.as_ptr() as usize,
-            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
-            0,
-        ))
-    });
-    close(tree);
-    r.map(drop)
+    .map(drop)
 }
