@@ -7,9 +7,11 @@
 //! `cargo run -p workcell-core --bin contract` (npm run generate) rewrites them; a test fails
 //! when the committed files differ.
 
+mod stage;
 mod tools;
 mod typescript;
 
+pub use stage::*;
 pub use tools::*;
 
 use schemars::{JsonSchema, Schema};

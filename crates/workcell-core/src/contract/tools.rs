@@ -140,6 +140,8 @@ pub struct NodeProcessInput {
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     pub grants: Option<Grants>,
+    /// Run staged: the workspace is unchanged and the result carries the change (apply_staged).
+    pub stage: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -152,6 +154,8 @@ pub struct RunCommandInput {
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     pub grants: Option<Grants>,
+    /// Run staged: the workspace is unchanged and the result carries the change (apply_staged).
+    pub stage: Option<bool>,
 }
 
 /// The test runners run_tests knows.
@@ -173,6 +177,8 @@ pub struct RunTestsInput {
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     pub grants: Option<Grants>,
+    /// Run staged: the workspace is unchanged and the result carries the change (apply_staged).
+    pub stage: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -265,4 +271,6 @@ tools! {
     "write_process" "WriteProcess" WriteProcessInput => crate::session::table::Written;
     "stop_process" "StopProcess" StopProcessInput => ProcessOutput;
     "list_processes" "ListProcesses" ListProcessesInput => crate::session::table::ProcessList;
+    "apply_staged" "ApplyStaged" super::stage::ApplyStagedInput => crate::stage::AppliedOutput;
+    "discard_staged" "DiscardStaged" super::stage::DiscardStagedInput => crate::stage::DiscardedOutput;
 }
