@@ -16,7 +16,7 @@
 //!    layer through that descriptor after the run, when the namespace is gone;
 //! 5. mounts overlayfs over the root: the real root (through its descriptor) as the only lower
 //!    layer, `upper` and `work` in the tmpfs, `userxattr` (the options an unprivileged user
-//!    namespace needs; redirect_dir, index and metacopy off, so a renamed directory is
+//!    namespace needs: redirect_dir stays `nofollow`, index and metacopy off, so a renamed directory is
 //!    `EXDEV` to the process and whole files are copied up);
 //! 6. mounts the read-only copies of step 2 over the protected paths in the overlay, so
 //!    they stay read-only as in an unstaged run;
@@ -148,7 +148,7 @@ impl Layer {
         opts.push_num(t as u64);
         opts.push(b"/upper,workdir=/proc/self/fd/");
         opts.push_num(t as u64);
-        opts.push(b"/work,userxattr,redirect_dir=off,index=off,metacopy=off");
+        opts.push(b"/work,userxattr,index=off,metacopy=off");
         sys::mount(Some(c"workcell-stage"), &self.root_path, Some(c"overlay"), 0, Some(opts.c())).map_err(|e| self.fail(STEP_OVERLAY, e))?;
         let ov = sys::open_absolute_no_links(&self.root_path).map_err(|e| self.fail(STEP_OVERLAY, e))?;
         let r = (|| {
