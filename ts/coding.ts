@@ -239,7 +239,7 @@ function codingTools(root: string, options: CodingToolsOptions): CodingTools {
   // every tool that could stage is set to "never"; the write guard's globs are never applied.
   const stages = [options.nodeProcess, options.runCommand, options.runTests].map((o) => o?.stage ?? processes.stage ?? "allowed");
   const stageSet = stages.some((m) => m !== "never") ? new StageSet(openWorkspace(root), guard.protect) : undefined;
-  const staged = stageSet ? { [STAGE_SET]: stageSet } : {};
+  const staged: { [STAGE_SET]?: StageSet } = stageSet ? { [STAGE_SET]: stageSet } : {};
   const runCommand = { ...processes, ...options.runCommand, ...ports, ...staged };
   const said: SandboxSaid = { tool: "run_command", sandbox: runCommand.sandbox ?? "auto", network: runCommand.network ?? false };
   return namedTools<CodingTool>([

@@ -212,7 +212,7 @@ export function createNodeProcessTool(
   };
   const params = withGrantsParameter(parameters, gate);
 
-  const tool = attachHooks({
+  const tool: NodeProcessTool = attachHooks({
     name: "node_process",
     effect: "process",
     description:

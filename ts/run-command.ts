@@ -265,7 +265,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
   };
   const params = withGrantsParameter(parameters, gate);
 
-  const tool = attachHooks({
+  const tool: RunCommandTool = attachHooks({
     name: "run_command",
     effect: "process",
     description:

@@ -206,7 +206,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
   };
   const params = withGrantsParameter(parameters, gate);
 
-  const tool = attachHooks({
+  const tool: RunTestsTool = attachHooks({
     name: "run_tests",
     effect: "process",
     description:

@@ -324,7 +324,7 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         let mounted = match (a.stage, a.protect) {
-            (Some(stage), protect) => stage.mount(protect),
+            (Some(stage), protect) => stage.mount(protect, a.ruleset),
             (None, Some(p)) => p.apply(),
             (None, None) => Ok(()),
         };

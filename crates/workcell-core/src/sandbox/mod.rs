@@ -631,6 +631,9 @@ impl Confinement {
     /// (the options must have had `stage` set, so [`prepare`] checked the namespaces).
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     pub fn with_stage(mut self, layer: Option<std::sync::Arc<crate::stage::mount::Layer>>) -> Self {
+        if let Some(l) = &layer {
+            l.set_landlock(if self.ruleset.is_some() { self.report.landlock_abi } else { None });
+        }
         self.stage = layer;
         self
     }

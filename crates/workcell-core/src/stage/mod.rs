@@ -357,6 +357,7 @@ fn unavailable_at(step: i32, errno: i32) -> Error {
         mount::STEP_OVERLAY => ("overlayfs-in-user-namespace", "overlayfs mounted in the sandbox's user namespace over this workspace (Linux 5.11+; the workspace's file system must be usable as a lower layer, and the upper needs user xattrs on tmpfs: Linux 6.6+)"),
         mount::STEP_PROTECT => ("protected-paths", "read-only copies of the protected paths over the overlay"),
         mount::STEP_CWD => ("working-directory", "the working directory inside the overlay"),
+        mount::STEP_LANDLOCK => ("landlock-overlay", "a Landlock rule for the overlay's root"),
         _ => ("workspace-root", "the workspace root, opened again in the sandbox's mount namespace"),
     };
     Error::new(Code::SandboxUnavailable, format!("the staged run could not be made: it needs {what}, which failed with {}", std::io::Error::from_raw_os_error(errno)))

@@ -18,8 +18,10 @@
 //!    layer, `upper` and `work` in the tmpfs, `userxattr` (the options an unprivileged user
 //!    namespace needs: redirect_dir stays `nofollow`, index and metacopy off, so a renamed directory is
 //!    `EXDEV` to the process and whole files are copied up);
-//! 6. mounts the read-only copies of step 2 over the protected paths in the overlay, so
-//!    they stay read-only as in an unstaged run;
+//! 6. gives the overlay's root the workspace's Landlock rule (the ruleset, built before, names
+//!    the real root, a mount point Landlock skips when it walks up from a file), then mounts
+//!    the read-only copies of step 2 over the protected paths in the overlay, so they stay
+//!    read-only as in an unstaged run;
 //! 7. moves the process's working directory into the overlay (its old one was the real
 //!    directory, which would bypass the overlay).
 //!
@@ -47,6 +49,8 @@ pub struct Layer {
     /// The step that failed in C and its errno (0: none), written by C (shared memory).
     failed_step: AtomicI32,
     failed_errno: AtomicI32,
+    /// The workspace's Landlock access bits (0: no Landlock), for the overlay root's rule.
+    landlock_access: std::sync::atomic::AtomicU64,
 }
 
 /// What C reports when a step fails: which step (for the error naming what is missing).
@@ -55,6 +59,7 @@ pub const STEP_TMPFS: i32 = 2;
 pub const STEP_OVERLAY: i32 = 3;
 pub const STEP_PROTECT: i32 = 4;
 pub const STEP_CWD: i32 = 5;
+pub const STEP_LANDLOCK: i32 = 6;
 
 impl Layer {
     /// Prepares the overlay of a run in `ws` whose working directory is `cwd_rel` (relative to
@@ -84,7 +89,14 @@ impl Layer {
             child,
             failed_step: AtomicI32::new(0),
             failed_errno: AtomicI32::new(0),
+            landlock_access: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// Where Landlock confines the run (ABI `abi`): the overlay's root gets the workspace's rule.
+    pub fn set_landlock(&self, abi: Option<u32>) {
+        let access = abi.map_or(0, crate::sandbox::landlock::workspace_access);
+        self.landlock_access.store(access, Ordering::SeqCst);
     }
 
     /// The step C failed at and its errno, if any.
@@ -110,14 +122,14 @@ impl Layer {
     ///
     /// # Safety
     /// Raw system calls only, between clone and exec.
-    pub unsafe fn mount(&self, protect: Option<&crate::sandbox::protect::Protect>) -> Result<(), i32> {
+    pub unsafe fn mount(&self, protect: Option<&crate::sandbox::protect::Protect>, ruleset: RawFd) -> Result<(), i32> {
         let root = sys::open_absolute_no_links(&self.root_path).map_err(|e| self.fail(STEP_ROOT, e))?;
-        let r = self.mount_at(root, protect);
+        let r = self.mount_at(root, protect, ruleset);
         sys::close(root);
         r
     }
 
-    unsafe fn mount_at(&self, root: RawFd, protect: Option<&crate::sandbox::protect::Protect>) -> Result<(), i32> {
+    unsafe fn mount_at(&self, root: RawFd, protect: Option<&crate::sandbox::protect::Protect>, ruleset: RawFd) -> Result<(), i32> {
         match sys::identity(root) {
             Ok(id) if id == self.root_id => {}
             Ok(_) => return Err(self.fail(STEP_ROOT, libc::ESTALE)),
@@ -132,12 +144,12 @@ impl Layer {
         sys::mount(Some(c"workcell-stage"), root_link.c(), Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&self.tmpfs_options))
             .map_err(|e| self.fail(STEP_TMPFS, e))?;
         let t = sys::open_absolute_no_links(&self.root_path).map_err(|e| self.fail(STEP_TMPFS, e))?;
-        let r = self.fill_tmpfs(root, t, protect);
+        let r = self.fill_tmpfs(root, t, protect, ruleset);
         sys::close(t);
         r
     }
 
-    unsafe fn fill_tmpfs(&self, root: RawFd, t: RawFd, protect: Option<&crate::sandbox::protect::Protect>) -> Result<(), i32> {
+    unsafe fn fill_tmpfs(&self, root: RawFd, t: RawFd, protect: Option<&crate::sandbox::protect::Protect>, ruleset: RawFd) -> Result<(), i32> {
         mkdir(t, c"upper", self.root_mode).map_err(|e| self.fail(STEP_TMPFS, e))?;
         mkdir(t, c"work", 0o700).map_err(|e| self.fail(STEP_TMPFS, e))?;
         crate::sandbox::netns::send_one_fd(self.child.as_raw_fd(), t).map_err(|e| self.fail(STEP_TMPFS, e))?;
@@ -152,6 +164,10 @@ impl Layer {
         sys::mount(Some(c"workcell-stage"), &self.root_path, Some(c"overlay"), 0, Some(opts.c())).map_err(|e| self.fail(STEP_OVERLAY, e))?;
         let ov = sys::open_absolute_no_links(&self.root_path).map_err(|e| self.fail(STEP_OVERLAY, e))?;
         let r = (|| {
+            let access = self.landlock_access.load(Ordering::SeqCst);
+            if ruleset >= 0 && access != 0 {
+                crate::sandbox::landlock::add_workspace_rule(ruleset, ov, access).map_err(|e| self.fail(STEP_LANDLOCK, e))?;
+            }
             if let Some(p) = protect {
                 p.attach_trees(ov).map_err(|e| self.fail(STEP_PROTECT, e))?;
             }
