@@ -34,6 +34,8 @@ fn options(f: &Fixture, group: u32) -> CommandOptions {
     o.scratch_parent = f.scratch.clone();
     o.stage.group = Some(group);
     o.stage.asked = true;
+    // What the host gets from JSON by default: every .git read-only for the processes.
+    o.sandbox.protect = workcell_core::guard::DEFAULT_PROTECT.iter().map(|s| s.to_string()).collect();
     o
 }
 
