@@ -69,12 +69,14 @@ const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.node_process.input,
   source: "The JavaScript to run, as a CommonJS module (use require). At most 32,768 UTF-8 bytes.",
   arguments: "Strings the script receives as process.argv.slice(1), exactly as given. At most 32, each at most 2,048 UTF-8 bytes, 8,192 together; no NUL characters.",
   timeoutMs: "Timeout in milliseconds for this script (default and maximum are the tool's; a larger value is clamped).",
+  stage: "Run staged: the workspace stays unchanged and the result's staged { id, summary, diff, files, hash } is the change, for apply_staged or discard_staged.",
 });
 
 const compactParameters = withDescriptions(parameters, {
   source: "CommonJS source (require; no top-level await).",
   arguments: "What the script gets as process.argv.slice(1).",
   timeoutMs: "Timeout in ms.",
+  stage: "Keep the writes apart (apply_staged applies them).",
 });
 
 /** How long a script may run: the default, and what a call may ask for when the host allows more. */

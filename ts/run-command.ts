@@ -147,12 +147,14 @@ const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.run_command.input, 
   argv: 'The program and its arguments, one string each, such as ["npm", "test"] or ["git", "status"]. Nothing is split or expanded. argv[0] is a bare program name found on PATH. For pipes, && or redirections use ["sh", "-c", "script"]; the script is parsed and checked.',
   cwd: "Working directory relative to the workspace root, such as packages/app (default: the root).",
   timeoutMs: "Timeout in milliseconds for this command (default and maximum are the tool's; a larger value is clamped).",
+  stage: "Run staged: the workspace stays unchanged and the result's staged { id, summary, diff, files, hash } is the change, for apply_staged or discard_staged.",
 });
 
 const compactParameters = withDescriptions(parameters, {
   argv: 'The program (a bare name) and its arguments, such as ["npm", "test"]; ["sh", "-c", script] for pipes.',
   cwd: "Working directory in the workspace (default: the root).",
   timeoutMs: "Timeout in ms.",
+  stage: "Keep the writes apart (apply_staged applies them).",
 });
 
 function describeCompact(timeoutMs: number, allow: string[] | undefined, sandbox: string): string {

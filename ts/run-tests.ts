@@ -83,12 +83,14 @@ const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.run_tests.input, {
   runner: "vitest (the workspace's node_modules/.bin/vitest), node (node --test), go (go test, module in the workspace root) or cargo (cargo test, Cargo.toml in the workspace root).",
   args: 'What to run: go package patterns and -run/-skip/-v/-short/-race ("./pkg/...", "-run", "TestX"); vitest file filters and -t ("src/utils", "-t", "adds"); node test files and --test-name-pattern; cargo a test name filter, -p/--lib/--test/--features, and after "--" libtest\'s --exact/--skip/--ignored. Reporter, output-format and timeout options are set by the tool and refused. At most 32.',
   timeoutMs: "Deadline for the whole run in milliseconds (default and maximum are the tool's; a larger value is clamped).",
+  stage: "Run staged: the workspace stays unchanged and the result's staged { id, summary, diff, files, hash } is the change, for apply_staged or discard_staged.",
 });
 
 const compactParameters = withDescriptions(parameters, {
   runner: "vitest, node (node --test), go or cargo.",
   args: 'Files, packages, test name filters, such as ["src/a.test.ts", "-t", "adds"] or ["./...", "-run", "TestX"].',
   timeoutMs: "Deadline in ms.",
+  stage: "Keep the writes apart (apply_staged applies them).",
 });
 
 function describeCompact(timeoutMs: number, sandbox: string): string {

@@ -210,9 +210,11 @@ export async function discardStaged(tools: Iterable<object>, id: string): Promis
   return stageSetOf(tools).discard(id);
 }
 
-/** apply_staged and discard_staged. */
+/** The `apply_staged` tool. */
 export type ApplyStagedTool = WorkcellTool<"apply_staged", ApplyStagedInput, ApplyStagedOutput, "write">;
+/** The `discard_staged` tool. */
 export type DiscardStagedTool = WorkcellTool<"discard_staged", DiscardStagedInput, DiscardStagedOutput, "read">;
+/** One of the staged-run tools of `createCodingTools`. */
 export type StagedTool = ApplyStagedTool | DiscardStagedTool;
 
 const applyParameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.apply_staged.input, {
@@ -279,7 +281,9 @@ export function createStagedTools(set: StageSet, options: ApprovalOptions & { de
       name: "discard_staged",
       effect: "read",
       [STAGE_SET]: set,
-      description: "Drop a staged run's change (staged.id): nothing of it is applied or kept.",
+      description: full
+        ? "Drop a staged run's change (staged.id of a run_command, run_tests or node_process result): nothing of it is applied, and nothing of it is kept. An unknown, applied, discarded or expired id is STAGED_NOT_FOUND. Returns { id, discarded }."
+        : "Drop a staged run's change (staged.id): nothing of it is applied or kept.",
       parameters: discardParameters,
       outputSchema: TOOL_SCHEMAS.discard_staged.output,
       validate(input: unknown): DiscardStagedInput {
