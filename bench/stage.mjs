@@ -11,7 +11,7 @@ import { applyStaged, closeTools, createCodingTools, sandboxSupport } from "../d
 
 const FILES = 2_000;
 const ROUNDS = 7;
-const SCRIPT = `mkdir -p out; i=0; while [ $i -lt ${FILES} ]; do echo "file $i" > out/f$i.txt; i=$((i+1)); done`;
+const SCRIPT = `mkdir -p out && awk 'BEGIN { for (i = 0; i < ${FILES}; i++) { f = "out/f" i ".txt"; print "file " i > f; close(f) } }'`;
 
 function median(v) {
   const s = [...v].sort((a, b) => a - b);
