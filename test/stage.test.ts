@@ -167,6 +167,20 @@ describe.skipIf(!canStage)("staged runs", () => {
     expect(d.files).toEqual(s.files.filter((f) => !f.path.endsWith("/")));
   });
 
+  test("progress streams a staged run's output as it does an unstaged one's", async () => {
+    const { root } = await setup();
+    const tools = createCodingTools(root);
+    onTestFinished(() => closeTools(tools));
+    const updates: { output?: string }[] = [];
+    const out = await tools.run_command.execute(
+      tools.run_command.validate({ argv: ["sh", "-c", "for i in 1 2 3 4 5 6; do echo step $i; echo $i >> log.txt; sleep 0.1; done"], stage: true }),
+      { ...ctx(), onProgress: (u) => void updates.push(u) },
+    );
+    expect(out.staged!.files).toEqual([{ path: "log.txt", action: "added" }]);
+    expect(updates.filter((u) => u.output).length).toBeGreaterThanOrEqual(2);
+    expect(out.output.startsWith(updates.map((u) => u.output ?? "").join(""))).toBe(true);
+  });
+
   test("options: a bad stage value is a TypeError naming the option", () => {
     expect(() => createCodingTools("/tmp", { processes: { stage: "sometimes" as never } })).toThrow(/processes\.stage/);
     expect(() => createRunCommandTool("/tmp", { maxStagedBytes: 1 })).toThrow(/maxStagedBytes/);
