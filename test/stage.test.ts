@@ -181,6 +181,22 @@ describe.skipIf(!canStage)("staged runs", () => {
     expect(out.output.startsWith(updates.map((u) => u.output ?? "").join(""))).toBe(true);
   });
 
+  test("stage: \"always\" stages every run; a change not applied within stagedTtlMs expires", async () => {
+    const { root } = await setup();
+    const tool = createRunCommandTool(root, { stage: "always", stagedTtlMs: 200 });
+    onTestFinished(() => closeTools([tool]));
+    const s = (await tool.execute(tool.validate({ argv: ["sh", "-c", "echo a > a.txt"] }), ctx())).staged!;
+    expect(s.files).toEqual([{ path: "a.txt", action: "added" }]);
+    // Kept until its time is up (a wrong hash is refused and the change kept), then gone.
+    expect(await rejection(applyStaged([tool], s.id, { expectedHash: "0" }))).toMatchObject({ code: "TARGET_CHANGED" });
+    for (;;) {
+      const e = await rejection(applyStaged([tool], s.id, { expectedHash: "0" }));
+      if (e.code === "STAGED_NOT_FOUND") break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await expect(readFile(join(root, "a.txt"))).rejects.toThrow();
+  });
+
   test("options: a bad stage value is a TypeError naming the option", () => {
     expect(() => createCodingTools("/tmp", { processes: { stage: "sometimes" as never } })).toThrow(/processes\.stage/);
     expect(() => createRunCommandTool("/tmp", { maxStagedBytes: 1 })).toThrow(/maxStagedBytes/);
