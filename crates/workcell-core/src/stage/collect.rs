@@ -20,9 +20,11 @@
 //! upper layer are looked at, and a file's content is hashed in pieces (memory bounded).
 //!
 //! What each target had when the run started: the workspace's file is read at the end of the
-//! run, and a target whose ctime (which no process can set back) is not older than the run's
-//! start, on the workspace's own clock ([`crate::checkpoint::statcache`]'s `fs_now`), changed
-//! during the run; the change set is then refused at apply (`TARGET_CHANGED`).
+//! run, and a target whose ctime (which no process can set back) is at or past the run's start
+//! stamp ([`super::Run::start`]: the first tick of the workspace's own clock after the stamping
+//! began) changed during the run; the change set is then refused at apply (`TARGET_CHANGED`).
+//! Together with the apply's recheck of each target against what the run's end saw, the change
+//! applies only while every target still has the content it had when the run started.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read as _;
