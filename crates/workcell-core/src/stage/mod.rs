@@ -301,9 +301,23 @@ impl Run {
         self.layer.clone()
     }
 
-    /// Stamps the start, right before the spawn (the workspace's own clock).
+    /// Stamps the start, right before the spawn, on the workspace's own clock: the first tick
+    /// after the one it reads (waiting for it, at most a few milliseconds), so a file changed
+    /// before the stamp (even in the same tick) is never taken for one changed during the run,
+    /// and one changed after it always has a ctime at or past the stamp.
     pub fn start(&mut self, ws: &Workspace) {
-        self.started = crate::checkpoint::statcache::fs_now(ws);
+        let first = crate::checkpoint::statcache::fs_now(ws);
+        let deadline = Instant::now() + Duration::from_millis(100);
+        self.started = loop {
+            let now = crate::checkpoint::statcache::fs_now(ws);
+            if now > first {
+                break now;
+            }
+            if Instant::now() > deadline {
+                break first.saturating_add(1);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
     }
 
     /// A launch that failed while making the overlay is `SANDBOX_UNAVAILABLE` (the program
