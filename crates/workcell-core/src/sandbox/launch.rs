@@ -51,8 +51,8 @@ pub struct Launch {
     /// The tool set's network namespace (its sessions' `ports`), joined before the others
     /// are unshared (only with namespaces).
     shared_net: Option<std::sync::Arc<super::netns::Keeper>>,
-    /// A staged run's overlay over the workspace ([`crate::stage::mount`]; only with namespaces).
-    stage: Option<std::sync::Arc<crate::stage::mount::Layer>>,
+    /// A staged run's overlay over the workspace ([`super::overlay`]; only with namespaces).
+    stage: Option<std::sync::Arc<super::overlay::Layer>>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -72,8 +72,8 @@ impl Launch {
         self
     }
 
-    /// The child's writes to the workspace land in an overlay ([`crate::stage::mount`]).
-    pub fn with_stage(mut self, stage: Option<std::sync::Arc<crate::stage::mount::Layer>>) -> Self {
+    /// The child's writes to the workspace land in an overlay ([`super::overlay`]).
+    pub fn with_stage(mut self, stage: Option<std::sync::Arc<super::overlay::Layer>>) -> Self {
         self.stage = stage;
         self
     }
@@ -127,7 +127,7 @@ struct CArgs<'a> {
     join: Option<(RawFd, RawFd)>,
     limits: Option<&'a ChildLimits>,
     protect: Option<&'a super::protect::Protect>,
-    stage: Option<&'a crate::stage::mount::Layer>,
+    stage: Option<&'a super::overlay::Layer>,
     exec: Option<&'a Exec>,
     init_stack: *mut libc::c_void,
     main_stack: *mut libc::c_void,

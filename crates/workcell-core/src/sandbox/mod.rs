@@ -59,6 +59,8 @@ pub mod paths;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod netns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod overlay;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod pidns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) mod sys;
@@ -317,9 +319,9 @@ pub struct Confinement {
     /// The read-only mounts of the protected paths, if any.
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     protect: Option<protect::Protect>,
-    /// A staged run's overlay ([`crate::stage::mount`]).
+    /// A staged run's overlay ([`overlay`]).
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-    stage: Option<std::sync::Arc<crate::stage::mount::Layer>>,
+    stage: Option<std::sync::Arc<overlay::Layer>>,
 }
 
 /// What `features` allows under `opts`: the report of a run.
@@ -395,6 +397,14 @@ fn unavailable(missing: &[&str], features: &Features) -> Error {
         }))
 }
 
+/// `SANDBOX_UNAVAILABLE` for a staged run where the sandbox cannot make one (`missing`: the
+/// name in `details.missing`; the command never runs).
+pub fn stage_refused(missing: &str, what: &str) -> Error {
+    Error::new(Code::SandboxUnavailable, format!("the staged run could not be made: it needs {what}"))
+        .with_hint("the command did not run (a staged run never runs unstaged); tell the user what is missing (see details), or run it without stage if the host allows unstaged runs")
+        .with_details(serde_json::json!({ "missing": [missing] }))
+}
+
 /// A staged run needs the sandbox's user, PID and mount namespaces: `SANDBOX_UNAVAILABLE`
 /// otherwise (never run unstaged).
 fn stage_unavailable(opts: &SandboxOptions, features: &Features) -> Result<()> {
@@ -402,10 +412,10 @@ fn stage_unavailable(opts: &SandboxOptions, features: &Features) -> Result<()> {
         return Ok(());
     }
     if opts.mode == Mode::Off {
-        return Err(crate::stage::unavailable("sandbox", "the sandbox, which the host turned off (sandbox: \"off\")"));
+        return Err(stage_refused("sandbox", "the sandbox, which the host turned off (sandbox: \"off\")"));
     }
     if !(features.pid_namespace && features.user_namespace) {
-        return Err(crate::stage::unavailable("mount-namespace", "user, PID and mount namespaces, which this system (or the host's sandboxLimit) does not give"));
+        return Err(stage_refused("mount-namespace", "user, PID and mount namespaces, which this system (or the host's sandboxLimit) does not give"));
     }
     Ok(())
 }
@@ -630,7 +640,7 @@ impl Confinement {
     /// Makes the run a staged one: its writes to the workspace land in `layer`'s overlay
     /// (the options must have had `stage` set, so [`prepare`] checked the namespaces).
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-    pub fn with_stage(mut self, layer: Option<std::sync::Arc<crate::stage::mount::Layer>>) -> Self {
+    pub fn with_stage(mut self, layer: Option<std::sync::Arc<overlay::Layer>>) -> Self {
         if let Some(l) = &layer {
             l.set_landlock(if self.ruleset.is_some() { self.report.landlock_abi } else { None });
         }

@@ -150,7 +150,7 @@ impl Protect {
 }
 
 impl Protect {
-    /// For a staged run (see [`crate::stage::mount`]), in the child, before the overlay covers
+    /// For a staged run (see [`super::overlay`]), in the child, before the overlay covers
     /// the root open as `root` (already checked to be the workspace): a detached read-only copy
     /// of each match, checked as [`Protect::apply`] checks it.
     ///

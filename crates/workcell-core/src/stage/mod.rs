@@ -3,8 +3,9 @@
 //! nothing only on a yes, bound to the hash of what was shown.
 //!
 //! One file per operation:
-//! - [`mount`]: the overlay, made in the sandbox's mount namespace before the program runs
-//!   (a tmpfs bounded by `maxStagedBytes` holding the upper layer, sent to the host);
+//! - [`crate::sandbox::overlay`] (a step of the sandbox's launch): the overlay, made in the
+//!   sandbox's mount namespace before the program runs (a tmpfs bounded by `maxStagedBytes`
+//!   holding the upper layer, sent to the host);
 //! - [`collect`]: after the run, the upper layer read into a change set;
 //! - [`render`]: the change set in §19's diff shape and its hash;
 //! - [`apply`]: the change set applied to the workspace, all or nothing;
@@ -19,8 +20,6 @@
 pub mod apply;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod collect;
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub mod mount;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod render;
 
@@ -279,7 +278,7 @@ pub fn preview(group: u32, id: &str) -> Result<StagedOutput> {
 /// One staged run, from its start to its change set.
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub struct Run {
-    layer: Arc<mount::Layer>,
+    layer: Arc<crate::sandbox::overlay::Layer>,
     started: i64,
     opts: StageOptions,
 }
@@ -290,14 +289,14 @@ impl Run {
     /// the root).
     pub fn begin(ws: &Workspace, cwd_rel: &str, opts: &StageOptions) -> Result<Run> {
         let rel = if cwd_rel == "." { "" } else { cwd_rel };
-        let layer = mount::Layer::new(ws, rel.as_bytes(), opts.max_staged_bytes).map_err(|e| {
+        let layer = crate::sandbox::overlay::Layer::new(ws, rel.as_bytes(), opts.max_staged_bytes).map_err(|e| {
             Error::new(Code::IoError, format!("could not prepare the staged run: {e}")).with_hint("try the call again; if it keeps failing, report it to the user")
         })?;
         Ok(Run { layer: Arc::new(layer), started: 0, opts: opts.clone() })
     }
 
     /// The overlay, for the sandbox's launcher.
-    pub fn layer(&self) -> Arc<mount::Layer> {
+    pub fn layer(&self) -> Arc<crate::sandbox::overlay::Layer> {
         self.layer.clone()
     }
 
@@ -367,11 +366,11 @@ impl Run {
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn unavailable_at(step: i32, errno: i32) -> Error {
     let (missing, what) = match step {
-        mount::STEP_TMPFS => ("tmpfs-in-user-namespace", "a tmpfs mounted in the sandbox's user namespace, for the overlay's upper layer"),
-        mount::STEP_OVERLAY => ("overlayfs-in-user-namespace", "overlayfs mounted in the sandbox's user namespace over this workspace (Linux 5.11+; the workspace's file system must be usable as a lower layer, and the upper needs user xattrs on tmpfs: Linux 6.6+)"),
-        mount::STEP_PROTECT => ("protected-paths", "read-only copies of the protected paths over the overlay"),
-        mount::STEP_CWD => ("working-directory", "the working directory inside the overlay"),
-        mount::STEP_LANDLOCK => ("landlock-overlay", "a Landlock rule for the overlay's root"),
+        crate::sandbox::overlay::STEP_TMPFS => ("tmpfs-in-user-namespace", "a tmpfs mounted in the sandbox's user namespace, for the overlay's upper layer"),
+        crate::sandbox::overlay::STEP_OVERLAY => ("overlayfs-in-user-namespace", "overlayfs mounted in the sandbox's user namespace over this workspace (Linux 5.11+; the workspace's file system must be usable as a lower layer, and the upper needs user xattrs on tmpfs: Linux 6.6+)"),
+        crate::sandbox::overlay::STEP_PROTECT => ("protected-paths", "read-only copies of the protected paths over the overlay"),
+        crate::sandbox::overlay::STEP_CWD => ("working-directory", "the working directory inside the overlay"),
+        crate::sandbox::overlay::STEP_LANDLOCK => ("landlock-overlay", "a Landlock rule for the overlay's root"),
         _ => ("workspace-root", "the workspace root, opened again in the sandbox's mount namespace"),
     };
     Error::new(Code::SandboxUnavailable, format!("the staged run could not be made: it needs {what}, which failed with {}", std::io::Error::from_raw_os_error(errno)))
@@ -381,9 +380,7 @@ fn unavailable_at(step: i32, errno: i32) -> Error {
 
 /// `SANDBOX_UNAVAILABLE` for a staged run where the sandbox cannot make one.
 pub fn unavailable(missing: &str, what: &str) -> Error {
-    Error::new(Code::SandboxUnavailable, format!("the staged run could not be made: it needs {what}"))
-        .with_hint("the command did not run (a staged run never runs unstaged); tell the user what is missing (see details), or run it without stage if the host allows unstaged runs")
-        .with_details(serde_json::json!({ "missing": [missing] }))
+    crate::sandbox::stage_refused(missing, what)
 }
 
 /// Applies a staged change (`expectedHash` the hash shown), all or nothing; see [`apply`].

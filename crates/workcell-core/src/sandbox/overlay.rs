@@ -1,7 +1,7 @@
 //! The staged run's overlay, made in the sandbox's mount namespace before anything of the
 //! program runs (contract §20).
 //!
-//! The host prepares a [`Layer`]; C (the sandbox's first child, see
+//! The host prepares a [`Layer`] (a staged run makes it); C (the sandbox's first child, see
 //! [`crate::sandbox::launch`]), right after it unshared its user and mount namespaces, calls
 //! [`Layer::mount`], which:
 //!
