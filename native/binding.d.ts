@@ -158,6 +158,11 @@ export declare class NativeWorkspace {
    */
   searchFiles(pattern: string, path: string | undefined | null, glob: string | undefined | null, args: SearchArgs, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<C.SearchFilesOutput>>
   /**
+   * Applies a staged change of `group` to this workspace, all or nothing, under the write
+   * guard's `protect` globs.
+   */
+  applyStaged(group: number, id: string, expectedHash: string, protect: Array<string>, cancel?: CancelHandle | undefined | null): Promise<C.Outcome<C.ApplyStagedOutput>>
+  /**
    * Checks run_tests's input (runner, args, timeout) without any effect. Throws (message: the
    * tool error's JSON) with `TOOL_ARGUMENTS_INVALID`; throws a host error when `options` (the
    * core's `TestsOptions` as JSON) are unusable.
@@ -437,3 +442,18 @@ export interface SearchArgs {
   limit?: number
   gitignore?: boolean
 }
+
+/** Discards a staged change. */
+export declare function stageDiscard(group: number, id: string): C.Outcome<C.DiscardStagedOutput>
+
+/** Discards every staged change of the group (the tools closed). */
+export declare function stageGroupClose(group: number): void
+
+/** How many staged changes the group holds. */
+export declare function stageGroupLen(group: number): number
+
+/** A new tool set's group of staged changes. */
+export declare function stageGroupNew(): number
+
+/** The change as the run showed it. */
+export declare function stagePreview(group: number, id: string): C.Outcome<NonNullable<C.RunCommandOutput["staged"]>>

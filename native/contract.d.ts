@@ -29,6 +29,12 @@ export type DiffCheckpointOutput = CheckpointDiff;
 /** The output of `rewind_checkpoint`. */
 export type RewindCheckpointOutput = CheckpointRewound;
 
+/** The output of `apply_staged`. */
+export type ApplyStagedOutput = AppliedOutput;
+
+/** The output of `discard_staged`. */
+export type DiscardStagedOutput = DiscardedOutput;
+
 /** The input of `read_file`. */
 export interface ReadFileInput {
   path: string;
@@ -107,6 +113,8 @@ export interface NodeProcessInput {
   /** Clamped to the tool's maximum. */
   timeoutMs?: number;
   grants?: Grants;
+  /** Run staged: the workspace is unchanged and the result carries the change (apply_staged). */
+  stage?: boolean;
 }
 
 /** What a process call may ask the person for (only where the host lets calls ask): absolute
@@ -126,6 +134,8 @@ export interface RunCommandInput {
   /** Clamped to the tool's maximum. */
   timeoutMs?: number;
   grants?: Grants;
+  /** Run staged: the workspace is unchanged and the result carries the change (apply_staged). */
+  stage?: boolean;
 }
 
 /** The input of `run_tests`. */
@@ -135,6 +145,8 @@ export interface RunTestsInput {
   args?: string[];
   timeoutMs?: number;
   grants?: Grants;
+  /** Run staged: the workspace is unchanged and the result carries the change (apply_staged). */
+  stage?: boolean;
 }
 
 /** The input of `start_process`. */
@@ -196,6 +208,19 @@ export interface RewindCheckpointInput {
   id: string;
   /** The `hash` `diff_checkpoint` returned for the change set reviewed. */
   expectedHash: string;
+}
+
+/** The input of `apply_staged`. */
+export interface ApplyStagedInput {
+  /** The staged change's id (the run's `staged.id`). */
+  id: string;
+  /** The hash shown with it (`staged.hash`). */
+  expectedHash: string;
+}
+
+/** The input of `discard_staged`. */
+export interface DiscardStagedInput {
+  id: string;
 }
 
 /** read_file's result: a whole text file, a window of lines, or an image. */
@@ -348,6 +373,8 @@ export interface NodeProcessOutput {
   network?: NetworkCounts;
   /** Set when the requested timeout was above the host's maximum and was clamped. */
   note?: string;
+  /** A staged run's change (contract §20): the workspace is unchanged until it is applied. */
+  staged?: StagedOutput;
   /** What the sandbox refused, as the output shows it (with a `note` on the next step). */
   denials?: SandboxDenial[];
 }
@@ -392,6 +419,29 @@ export interface NetworkCounts {
   refused: number;
 }
 
+/** What a staged run's result carries (§19's diff shape and the change's id). */
+export interface StagedOutput {
+  /** Pass it to apply_staged or discard_staged. */
+  id: string;
+  summary: string;
+  /** The unified diff of the change (at most 1 MiB). */
+  diff: string;
+  /** Every path the change touches (a directory's ends in `/`). */
+  files: StagedFile[];
+  /** Identifies this change set: apply_staged's `expectedHash`. */
+  hash: string;
+  truncated?: boolean;
+}
+
+/** One path of a staged change (a directory's ends in `/`). */
+export interface StagedFile {
+  path: string;
+  action: StagedAction;
+}
+
+/** What a staged change does to one path (§19's actions). */
+export type StagedAction = "added" | "modified" | "deleted" | "mode" | "type";
+
 /** `SandboxDenial`, a shape of the tools' contract. */
 export interface SandboxDenial {
   /** `"write"`, `"read"` or `"network"`. */
@@ -419,6 +469,8 @@ export interface RunCommandOutput {
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
   network?: NetworkCounts;
+  /** A staged run's change (contract §20): the workspace is unchanged until it is applied. */
+  staged?: StagedOutput;
   /** What the sandbox refused, as the output shows it (with a `note` on the next step). */
   denials?: SandboxDenial[];
 }
@@ -446,6 +498,8 @@ export interface RunTestsOutput {
   sandbox: SandboxReport;
   /** With `network: { allow }`: the connections through the proxy. */
   network?: NetworkCounts;
+  /** A staged run's change (contract §20): the workspace is unchanged until it is applied. */
+  staged?: StagedOutput;
   /** What the sandbox refused, as the output shows it (with a `note` on the next step). */
   denials?: SandboxDenial[];
 }
@@ -567,6 +621,19 @@ export interface CheckpointRewound {
   }[];
 }
 
+/** apply_staged's result. */
+export interface AppliedOutput {
+  id: string;
+  summary: string;
+  files: StagedFile[];
+}
+
+/** discard_staged's result. */
+export interface DiscardedOutput {
+  id: string;
+  discarded: boolean;
+}
+
 /** What `read_file` returns: a text file's content or an image. */
 export type ReadResult = ReadFileText | ReadFileImage;
 
@@ -618,4 +685,6 @@ export interface ToolShapes {
   list_checkpoints: { input: ListCheckpointsInput; output: ListCheckpointsOutput };
   diff_checkpoint: { input: DiffCheckpointInput; output: DiffCheckpointOutput };
   rewind_checkpoint: { input: RewindCheckpointInput; output: RewindCheckpointOutput };
+  apply_staged: { input: ApplyStagedInput; output: ApplyStagedOutput };
+  discard_staged: { input: DiscardStagedInput; output: DiscardStagedOutput };
 }

@@ -23,6 +23,7 @@ mod process_tool;
 mod read;
 mod search;
 mod session;
+mod stage;
 mod settle;
 mod run_tests;
 mod sandbox;

@@ -45,7 +45,12 @@ async function cases(root: string): Promise<Record<string, unknown[]>> {
     delete_file: [{ path: "gone.txt" }],
     make_directory: [{ path: "made/here" }, { path: "made/here" }],
     node_process: [{ source: "console.log('out'); console.error('err');" }, { source: "process.exit(3)" }],
-    run_command: [{ argv: ["echo", "hi"] }, { argv: ["sh", "-c", "exit 2"] }, { argv: ["echo", "clamped"], timeoutMs: 999_999_999 }],
+    run_command: [
+      { argv: ["echo", "hi"] },
+      { argv: ["sh", "-c", "exit 2"] },
+      { argv: ["echo", "clamped"], timeoutMs: 999_999_999 },
+      { argv: ["sh", "-c", "echo staged > staged.txt; echo other > other.txt"], stage: true },
+    ],
     run_tests: [{ runner: "node", args: ["pass.test.mjs"] }, { runner: "node", args: ["fail.test.mjs"] }],
     // p1 exits at once; p2 (cat) waits for input, gets some and is stopped.
     start_process: [{ argv: ["echo", "hi"], waitMs: 2000 }, { argv: ["cat"], waitMs: 0, watch: ["x"] }],
@@ -53,8 +58,14 @@ async function cases(root: string): Promise<Record<string, unknown[]>> {
     write_process: [{ id: "p2", input: "x\n" }],
     stop_process: [{ id: "p2" }],
     list_processes: [{}],
+    // The staged run above made s1 (its hash is read when the call is made).
+    apply_staged: [() => ({ id: "s1", expectedHash: staged.hash })],
+    discard_staged: [{ id: "s2" }],
   };
 }
+
+/** The staged change of the run_command case, once it ran. */
+const staged = { hash: "" };
 
 describe("outputSchema", () => {
   test("every tool declares an object outputSchema, defined once on the tool object", async () => {
@@ -75,10 +86,15 @@ describe("outputSchema", () => {
     const all = await cases(root);
     expect(Object.keys(all).sort()).toEqual(tools.map((t) => t.name).sort());
     for (const tool of tools) {
-      for (const args of all[tool.name]!) {
-        const result = await executeToolCall(registry, call(tool.name, args), new AbortController().signal);
+      for (const raw of all[tool.name]!) {
+        const args = typeof raw === "function" ? (raw as () => unknown)() : raw;
+        // discard_staged of an applied change is STAGED_NOT_FOUND: a second staged run for it.
+        if (tool.name === "discard_staged") await executeToolCall(registry, call("run_command", { argv: ["sh", "-c", "echo d > d.txt"], stage: true }), new AbortController().signal);
+        const result = await executeToolCall(registry, call(tool.name, tool.name === "discard_staged" ? { id: "s2" } : args), new AbortController().signal);
         expect(result.isError, `${tool.name} ${JSON.stringify(args)}: ${result.content}`).toBe(false);
-        check(tool, content(result));
+        const out = content(result);
+        if (out.staged) staged.hash = out.staged.hash;
+        check(tool, out);
       }
     }
   });

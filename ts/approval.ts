@@ -110,8 +110,13 @@ export type Approve = (request: ApprovalRequest, context: { signal: AbortSignal 
 export interface ApprovalFor {
   /** Writing tools (default "allow"). */
   write?: "ask" | "allow";
-  /** Process tools (default "allow"). */
-  process?: "ask" | "allow";
+  /**
+   * Process tools (default "allow"). `"review"`: node_process, run_command and run_tests are not
+   * asked about before they start; they run staged, and `approve` gets the change they made (the
+   * request's `diff` and `files`) after they end: a yes applies it, a no discards it. The other
+   * process tools (the sessions) ask before they start, as with `"ask"`.
+   */
+  process?: "ask" | "allow" | "review";
   /** Calls with `grants` (default "deny": refused with GRANT_NOT_ALLOWED). */
   grant?: "ask" | "deny";
 }
@@ -260,6 +265,20 @@ export interface ProcessSpec<I, O> {
   grants(input: I): Grants | undefined;
   /** Runs the call with these grants (this call's and the remembered ones, merged and pinned). */
   run(input: I, context: ToolContext, grants: RunGrants | undefined): Promise<O>;
+  /** A tool that can run staged (`approvalFor.process: "review"`; see ts/stage.ts). */
+  stage?: ReviewHooks<I, O>;
+}
+
+/** How the gate runs a call staged and applies or discards its change (ts/stage.ts makes them). */
+export interface ReviewHooks<I, O> {
+  /** The input, staged. */
+  staged(input: I): I;
+  /** The change the staged run made, taken out of its result. */
+  take(output: O): { id: string; summary: string; diff: string; files: { path: string }[]; hash: string } | undefined;
+  apply(id: string, hash: string, signal: AbortSignal | undefined): Promise<unknown>;
+  discard(id: string): void;
+  /** Adds a note to the result. */
+  note(output: O, note: string): void;
 }
 
 /** How a reading tool runs under the gate. */
@@ -354,7 +373,7 @@ export class Gate {
   readonly #factory: string;
   readonly #approve: Approve | undefined;
   readonly #write: "ask" | "allow";
-  readonly #process: "ask" | "allow";
+  readonly #process: "ask" | "allow" | "review";
   readonly #grant: "ask" | "deny";
   readonly #rules: InstanceType<typeof binding.ApprovalRules> | undefined;
   readonly #onAudit: ((event: AuditEvent) => void) | undefined;
@@ -382,10 +401,10 @@ export class Gate {
       return value as V;
     };
     this.#write = pick("write", af.write, ["ask", "allow"] as const, "allow");
-    this.#process = pick("process", af.process, ["ask", "allow"] as const, "allow");
+    this.#process = pick("process", af.process, ["ask", "allow", "review"] as const, "allow");
     this.#grant = pick("grant", af.grant, ["ask", "deny"] as const, "deny");
     for (const [key, v] of [["write", this.#write], ["process", this.#process], ["grant", this.#grant]] as const) {
-      if (v === "ask" && this.#approve === undefined) throw T(`approvalFor.${key} is "ask", which needs approve (a function that asks the user)`);
+      if ((v === "ask" || v === "review") && this.#approve === undefined) throw T(`approvalFor.${key} is "${v}", which needs approve (a function that asks the user)`);
     }
     if (options.rules !== undefined) {
       if (!Array.isArray(options.rules)) throw T("rules must be an array");
@@ -466,16 +485,18 @@ export class Gate {
     return { rest, grants: Object.keys(out).length === 0 ? undefined : out };
   }
 
-  #decide<I>(tool: string, spec: GateSpec<I, unknown>, argv: string[] | undefined, paths: string[], grants: Grants | undefined): "allow" | "ask" | "deny" {
+  #decide<I>(tool: string, spec: GateSpec<I, unknown>, argv: string[] | undefined, paths: string[], grants: Grants | undefined): "allow" | "ask" | "deny" | "review" {
     const rule = this.#rules?.decide(tool, argv, paths) ?? undefined;
     const effect = spec.effect;
     const follows = spec.effect === "process" && spec.follows === true;
+    // "review": the tools that can run staged are asked after the run; the others before it.
+    const process = this.#process === "review" ? (spec.effect === "process" && spec.stage ? "review" : "ask") : this.#process;
     const base = rule
       ? (rule.decision as "allow" | "ask" | "deny")
       : effect === "write"
         ? this.#write
         : effect === "process" && !follows
-          ? this.#process
+          ? process
           : "allow";
     if (base === "deny") return "deny";
     if (grants && !this.#session.covers(grants)) {
@@ -663,6 +684,7 @@ export class Gate {
         event.decision = "allow";
         return await this.#run(spec, input, context, undefined);
       }
+      if (verdict === "review" && spec.effect === "process" && spec.stage) return await this.#review(tool, spec, spec.stage, input, context, event);
       const request = await this.request(tool, spec, input, signal);
       event.summary = request.summary;
       event.hashes = request.files;
@@ -682,6 +704,51 @@ export class Gate {
     });
   }
 
+  /**
+   * `approvalFor.process: "review"`: runs the call staged (its writes kept apart), shows the
+   * change it made to `approve`, then applies it (yes) or discards it (no: APPROVAL_DENIED with
+   * the run's result in details). A run that changed nothing is returned without asking.
+   */
+  async #review<I, O>(tool: string, spec: ProcessSpec<I, O>, stage: ReviewHooks<I, O>, input: I, context: ToolContext, event: Partial<AuditEvent>): Promise<O> {
+    const signal = context?.signal;
+    const out = await this.#runProcess(spec, stage.staged(input), context, spec.grants(input), false);
+    const change = stage.take(out);
+    if (change === undefined) return out;
+    if (change.files.length === 0) {
+      stage.discard(change.id);
+      event.decision = "allow";
+      return out;
+    }
+    const d = spec.describe(input);
+    const files: Record<string, string> = {};
+    for (const f of change.files) Object.defineProperty(files, f.path, { value: change.hash, enumerable: true, writable: true, configurable: true });
+    const request: ApprovalRequest = { tool, effect: "process", input, summary: clip(`${d.summary}: ${change.summary}`), argv: d.argv, diff: change.diff, files };
+    if (d.cwd !== undefined) request.cwd = d.cwd;
+    if (d.source !== undefined) request.source = d.source;
+    const g = spec.grants(input);
+    if (g) request.grants = g;
+    event.summary = request.summary;
+    event.hashes = files;
+    let answer: { allow: boolean; reason?: string };
+    try {
+      answer = await this.#ask(request, signal);
+    } catch (err) {
+      stage.discard(change.id);
+      if (err instanceof ToolError && (err.code === APPROVAL_VIEW_INCOMPLETE || err.code === ErrorCode.APPROVAL_DENIED)) event.decision = "refused";
+      throw err;
+    }
+    if (!answer.allow) {
+      stage.discard(change.id);
+      event.decision = "denied";
+      const message = answer.reason ? `the user denied the change this call made, which was discarded: ${answer.reason}` : "the user denied the change this call made, which was discarded";
+      throw denied(message, answer.reason ? { reason: answer.reason, result: out } : { result: out });
+    }
+    event.decision = "approved";
+    await stage.apply(change.id, change.hash, signal);
+    stage.note(out, `The user reviewed the change this call made (${change.summary.replace(/^the staged run changes /, "")}) and it was applied.`);
+    return out;
+  }
+
   /** The hooks an adapter with its own approval flow uses (the AI SDK's `needsApproval`). */
   hooks<I, O>(tool: string, spec: GateSpec<I, O>): GateHooks {
     return {
@@ -690,7 +757,9 @@ export class Gate {
         const i = input as I;
         const argv = spec.effect === "process" ? spec.describe(i).argv : undefined;
         const paths = spec.effect === "process" ? [] : spec.paths(i);
-        return this.#decide(tool, spec, argv, paths, spec.effect === "process" ? spec.grants(i) : undefined);
+        const d = this.#decide(tool, spec, argv, paths, spec.effect === "process" ? spec.grants(i) : undefined);
+        // A reviewed call runs (staged) and asks afterwards, inside execute.
+        return d === "review" ? "allow" : d;
       },
       request: (input, signal) => this.request(tool, spec as GateSpec<I, unknown>, input as I, signal),
       runApproved: (input, context, request) =>

@@ -24,6 +24,8 @@ import { asPartOf, checkOptions, declareOptions, option, type OptionSpecOf } fro
 import { APPROVAL_SESSION, ApprovalSession, type ApprovalOptions } from "./approval.js";
 import { createCheckpointTools, type CheckpointTool, type CheckpointToolsOptions } from "./checkpoint-tools.js";
 import { CHECKPOINTS_OPTIONS, type CheckpointsOptions } from "./checkpoints.js";
+import { STAGE_OPTIONS, STAGE_SET, StageSet, createStagedTools, type StagedTool, type StageToolOptions } from "./stage.js";
+import { openWorkspace } from "./native.js";
 import { LISTEN_PORTS, PORT_GROUP, SANDBOX_OPTIONS, SANDBOX_SAID_BY, type NetworkAllow, type SandboxLimitOptions, type SandboxSaid } from "./sandbox.js";
 
 /** Options for every tool of `createCodingTools`, by tool. */
@@ -111,8 +113,8 @@ export interface CodingToolsOptions extends CommonToolOptions {
   // approved with remember: "session" hold for every process tool of the set.
 }
 
-/** Settings shared by the tools that start processes. */
-export interface ProcessToolDefaults {
+/** Settings shared by the tools that start processes (the staging options: node_process, run_command and run_tests). */
+export interface ProcessToolDefaults extends StageToolOptions {
   /** The call's timeout in milliseconds. */
   timeoutMs?: number;
   /**
@@ -148,6 +150,7 @@ const PROCESS_DEFAULTS_OPTIONS = {
   writePaths: SANDBOX_OPTIONS.writePaths,
   limits: SANDBOX_OPTIONS.limits,
   protect: SANDBOX_OPTIONS.protect,
+  ...STAGE_OPTIONS,
 } as const satisfies OptionSpecOf<ProcessToolDefaults>;
 
 /** The options of createCodingTools (see ts/options.ts): each tool's key is that factory's spec. */
@@ -194,7 +197,8 @@ export type CodingTool =
   | ReturnType<typeof createRunCommandTool>
   | ReturnType<typeof createRunTestsTool>
   | ProcessTools[number]
-  | CheckpointTool;
+  | CheckpointTool
+  | StagedTool;
 
 /**
  * The tools of `createCodingTools`: an array of tools (iterate it, pass it to `ToolRegistry` and
@@ -224,12 +228,19 @@ function codingTools(root: string, options: CodingToolsOptions): CodingTools {
   if (processes.protect === undefined && guard.protect !== undefined) processes.protect = guard.protect;
   // run_command's description says what the sandbox does; node_process's and run_tests's
   // refer to it when theirs would say the same.
-  const sessionsOptions = { ...processes, ...options.sessions };
+  // The process sessions are never staged.
+  const { stage: _stage, maxStagedBytes: _max, stagedTtlMs: _ttl, ...sessionDefaults } = processes;
+  const sessionsOptions = { ...sessionDefaults, ...options.sessions };
   const sessions = createProcessTools(root, sessionsOptions);
   // The tool set's processes may connect to the ports its sessions listen on, and a refused
   // listen names the ports its sessions may ask for.
   const ports = { [PORT_GROUP]: portGroupOf(sessions), [LISTEN_PORTS]: [...(sessionsOptions.ports ?? [])] };
-  const runCommand = { ...processes, ...options.runCommand, ...ports };
+  // One group of staged changes for the set (apply_staged, discard_staged, closeTools), unless
+  // every tool that could stage is set to "never"; the write guard's globs are never applied.
+  const stages = [options.nodeProcess, options.runCommand, options.runTests].map((o) => o?.stage ?? processes.stage ?? "allowed");
+  const stageSet = stages.some((m) => m !== "never") ? new StageSet(openWorkspace(root), guard.protect) : undefined;
+  const staged: { [STAGE_SET]?: StageSet } = stageSet ? { [STAGE_SET]: stageSet } : {};
+  const runCommand = { ...processes, ...options.runCommand, ...ports, ...staged };
   const said: SandboxSaid = { tool: "run_command", sandbox: runCommand.sandbox ?? "auto", network: runCommand.network ?? false };
   return namedTools<CodingTool>([
     createReadTool(root, { ...base, ...options.read }),
@@ -241,10 +252,11 @@ function codingTools(root: string, options: CodingToolsOptions): CodingTools {
     createMoveFileTool(root, { ...guard, ...options.moveFile }),
     createDeleteFileTool(root, { ...guard, ...options.deleteFile }),
     createMakeDirectoryTool(root, { ...guard, ...options.makeDirectory }),
-    createNodeProcessTool(root, { ...processes, ...options.nodeProcess, ...ports, [SANDBOX_SAID_BY]: said } as NodeProcessToolOptions),
+    createNodeProcessTool(root, { ...processes, ...options.nodeProcess, ...ports, ...staged, [SANDBOX_SAID_BY]: said } as NodeProcessToolOptions),
     createRunCommandTool(root, runCommand),
-    createRunTestsTool(root, { ...processes, ...options.runTests, ...ports, [SANDBOX_SAID_BY]: said } as RunTestsToolOptions),
+    createRunTestsTool(root, { ...processes, ...options.runTests, ...ports, ...staged, [SANDBOX_SAID_BY]: said } as RunTestsToolOptions),
     ...sessions,
+    ...(stageSet ? createStagedTools(stageSet, base, root) : []),
     ...(options.checkpoints ? checkpointTools(root, options, base, guard.protect) : []),
   ]);
 }

@@ -23,7 +23,7 @@ export const COMMON_TOOL_OPTIONS = {
   approvalFor: option.object(
     {
       write: option.enum(["allow", "ask"], "whether writing calls ask"),
-      process: option.enum(["allow", "ask"], "whether process calls ask"),
+      process: option.enum(["allow", "ask", "review"], "whether process calls ask (review: after a staged run, with its change)"),
       grant: option.enum(["deny", "ask"], "whether calls with grants ask or are refused"),
     } satisfies OptionSpecOf<ApprovalFor>,
     "which calls ask",

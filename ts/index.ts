@@ -19,6 +19,8 @@ export type { SandboxLimitOptions, SandboxLimitReport, SandboxLimitsReport } fro
 // The coding set and the factories it lists, with their types (ts/coding.ts re-exports them).
 export * from "./coding.js";
 export { createProcessTools } from "./session.js";
+export { applyStaged, discardStaged } from "./stage.js";
+export type { StagedChange, StageMode, StageToolOptions, ApplyStagedInput, ApplyStagedOutput, ApplyStagedTool, DiscardStagedInput, DiscardStagedOutput, DiscardStagedTool, StagedTool } from "./stage.js";
 export type {
   ProcessToolsOptions,
   ProcessTools,

@@ -7,13 +7,14 @@ import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js
 import { checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 import type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.js";
+import { STAGE_OPTIONS, STAGE_SET, Staging, describeStage, type NativeStageOptions, type StageSet, type StageToolOptions } from "./stage.js";
 export type { NodeProcessInput, NodeProcessOutput } from "./generated/contract.js";
 
 /**
  * Options of `createNodeProcessTool` (and `nodeProcess` of `createCodingTools`): timeout, output
  * caps, environment, the sandbox, approval.
  */
-export interface NodeProcessToolOptions extends SandboxToolOptions, CommonToolOptions {
+export interface NodeProcessToolOptions extends SandboxToolOptions, StageToolOptions, CommonToolOptions {
   /** Time the script may run, from its spawn, when the call names none (default 500 ms). */
   timeoutMs?: number;
   /**
@@ -51,6 +52,7 @@ const MAX_OUTPUT_CAP = binding.MAX_OUTPUT_CAP;
 export const NODE_PROCESS_OPTIONS = declareOptions("createNodeProcessTool", {
   ...COMMON_TOOL_OPTIONS,
   ...SANDBOX_OPTIONS,
+  ...STAGE_OPTIONS,
   timeoutMs: option.integer(1, MAX_TIMEOUT_MS, "time the script may run when the call names none, in milliseconds"),
   maxTimeoutMs: option.integer(1, MAX_TIMEOUT_MS, "largest timeout a call may ask for, in milliseconds"),
   maxOutputBytes: option.integer(1, MAX_OUTPUT_CAP, "bytes kept of stdout and of stderr, each"),
@@ -67,12 +69,14 @@ const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.node_process.input,
   source: "The JavaScript to run, as a CommonJS module (use require). At most 32,768 UTF-8 bytes.",
   arguments: "Strings the script receives as process.argv.slice(1), exactly as given. At most 32, each at most 2,048 UTF-8 bytes, 8,192 together; no NUL characters.",
   timeoutMs: "Timeout in milliseconds for this script (default and maximum are the tool's; a larger value is clamped).",
+  stage: "Run staged: the workspace stays unchanged and the result's staged { id, summary, diff, files, hash } is the change, for apply_staged or discard_staged.",
 });
 
 const compactParameters = withDescriptions(parameters, {
   source: "CommonJS source (require; no top-level await).",
   arguments: "What the script gets as process.argv.slice(1).",
   timeoutMs: "Timeout in ms.",
+  stage: "Keep the writes apart (apply_staged applies them).",
 });
 
 /** How long a script may run: the default, and what a call may ask for when the host allows more. */
@@ -130,6 +134,7 @@ interface NativeNodeProcessOptions {
   reaper: string;
   sandbox: NativeSandboxOptions;
   nodePermission?: NodePermissionSupport;
+  stage: NativeStageOptions;
 }
 
 /** The `node_process` tool. */
@@ -155,8 +160,9 @@ export function createNodeProcessTool(
   const sandbox = sandboxOptions("createNodeProcessTool", options);
   const nodePermission = nodePermissionSupport();
   const reaper = options.reaper ?? "auto";
+  const staging = new Staging(ws, options as NodeProcessToolOptions & { [STAGE_SET]?: StageSet });
 
-  const nativeOptions = (): NativeNodeProcessOptions => {
+  const nativeOptions = (staged = false): NativeNodeProcessOptions => {
     const vars: { name: string; value: string }[] = [];
     for (const name of env.names) {
       const value = process.env[name];
@@ -174,6 +180,7 @@ export function createNodeProcessTool(
       reaper,
       sandbox,
       nodePermission,
+      stage: staging.native(staged),
     };
   };
 
@@ -190,11 +197,13 @@ export function createNodeProcessTool(
       };
     },
     grants: (input) => input.grants,
+    stage: staging.review<NodeProcessInput, NodeProcessOutput>(),
     async run(input, context, grants) {
       const out: NodeProcessOutput = await callCore(context?.signal, (cancel) =>
-        ws.nodeProcess(input.source, input.arguments ?? [], input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
+        ws.nodeProcess(input.source, input.arguments ?? [], input.timeoutMs, { ...nativeOptions(input.stage === true), sandbox: withGrants(sandbox, grants) }, cancel),
         context?.onProgress,
       );
+      staging.track(out.staged);
       const hint = gate.denials([out.stderr, out.stdout], out.exitCode === 0, out.sandbox, listenPorts(options));
       if (hint) {
         out.denials = hint.denials;
@@ -205,26 +214,29 @@ export function createNodeProcessTool(
   };
   const params = withGrantsParameter(parameters, gate);
 
-  return attachHooks({
+  const tool: NodeProcessTool = attachHooks({
     name: "node_process",
     effect: "process",
     description:
-      options.descriptions === "full"
+      (options.descriptions === "full"
         ? describe(timeoutMs, maxTimeoutMs, maxStdout, maxStderr, describeSandbox(sandbox))
-        : describeCompact(timeoutMs, maxTimeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
+        : describeCompact(timeoutMs, maxTimeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY]))) +
+      describeStage(staging.mode, options.descriptions === "full"),
     parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
     outputSchema: TOOL_SCHEMAS.node_process.output,
     validate(raw: unknown): NodeProcessInput {
       const { rest: input, grants } = gate.splitGrants(raw);
       checkSchema(parameters, input);
-      const { source, arguments: args = [], timeoutMs: t } = input as NodeProcessInput;
+      const { source, arguments: args = [], timeoutMs: t, stage } = input as NodeProcessInput;
       try {
         ws.checkNodeProcess(process.execPath, source, args);
       } catch (err) {
         throw fromThrown(err);
       }
+      staging.check(stage);
       const out: NodeProcessInput = { source, arguments: [...args] };
       if (t !== undefined) out.timeoutMs = t;
+      if (stage !== undefined) out.stage = stage;
       if (grants) out.grants = grants;
       return out;
     },
@@ -232,4 +244,5 @@ export function createNodeProcessTool(
       return gate.execute("node_process", spec, input, context);
     },
   }, gate.hooks("node_process", spec));
+  return staging.attach(tool);
 }

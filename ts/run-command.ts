@@ -12,13 +12,14 @@ import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js
 import { factoryName, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 import type { RunCommandInput, RunCommandOutput } from "./generated/contract.js";
+import { STAGE_OPTIONS, STAGE_SET, Staging, describeStage, type NativeStageOptions, type StageSet, type StageToolOptions } from "./stage.js";
 export type { RunCommandInput, RunCommandOutput } from "./generated/contract.js";
 
 /**
  * Options of `createRunCommandTool` (and `runCommand` of `createCodingTools`): the command policy,
  * environment, timeouts, output caps, the sandbox, approval.
  */
-export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
+export interface RunCommandToolOptions extends CommandPolicy, SandboxToolOptions, StageToolOptions, CommonToolOptions {
   /**
    * Names of host environment variables the command may see (read at call time; absent names
    * are skipped). Nothing else is inherited: the command gets PATH, a private HOME and TMPDIR,
@@ -69,6 +70,7 @@ interface NativeRunCommandOptions {
   scratchDir: string;
   reaper: string;
   sandbox: NativeSandboxOptions;
+  stage: NativeStageOptions;
 }
 
 /** The options of createRunCommandTool (see ts/options.ts). */
@@ -76,6 +78,7 @@ export const RUN_COMMAND_OPTIONS = declareOptions("createRunCommandTool", {
   ...COMMON_TOOL_OPTIONS,
   ...POLICY_OPTIONS,
   ...SANDBOX_OPTIONS,
+  ...STAGE_OPTIONS,
   inheritEnv: option.strings("host environment variables the command may see"),
   path: option.string("the command's PATH"),
   timeoutMs: option.integer(1, MAX_MS, "timeout when the call names none, in milliseconds"),
@@ -144,12 +147,14 @@ const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.run_command.input, 
   argv: 'The program and its arguments, one string each, such as ["npm", "test"] or ["git", "status"]. Nothing is split or expanded. argv[0] is a bare program name found on PATH. For pipes, && or redirections use ["sh", "-c", "script"]; the script is parsed and checked.',
   cwd: "Working directory relative to the workspace root, such as packages/app (default: the root).",
   timeoutMs: "Timeout in milliseconds for this command (default and maximum are the tool's; a larger value is clamped).",
+  stage: "Run staged: the workspace stays unchanged and the result's staged { id, summary, diff, files, hash } is the change, for apply_staged or discard_staged.",
 });
 
 const compactParameters = withDescriptions(parameters, {
   argv: 'The program (a bare name) and its arguments, such as ["npm", "test"]; ["sh", "-c", script] for pipes.',
   cwd: "Working directory in the workspace (default: the root).",
   timeoutMs: "Timeout in ms.",
+  stage: "Keep the writes apart (apply_staged applies them).",
 });
 
 function describeCompact(timeoutMs: number, allow: string[] | undefined, sandbox: string): string {
@@ -207,8 +212,9 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
   const scratchDir = scratchParent(T, options.scratchDir, ws.canonical);
   const reaper = options.reaper ?? "auto";
   const sandbox = sandboxOptions(T, options);
+  const staging = new Staging(ws, options as RunCommandToolOptions & { [STAGE_SET]?: StageSet });
 
-  const nativeOptions = (): NativeRunCommandOptions => ({
+  const nativeOptions = (staged = false): NativeRunCommandOptions => ({
     policy: { denyCommands: deny, allowCommands: allow },
     path,
     env: env(),
@@ -219,6 +225,7 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
     scratchDir,
     reaper,
     sandbox,
+    stage: staging.native(staged),
   });
   // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
   // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
@@ -241,11 +248,13 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
       return d;
     },
     grants: (input) => input.grants,
+    stage: staging.review<RunCommandInput, RunCommandOutput>(),
     async run(input, context, grants) {
       const out: RunCommandOutput = await callCore(context?.signal, (cancel) =>
-        ws.runCommand(input.argv, input.cwd, input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
+        ws.runCommand(input.argv, input.cwd, input.timeoutMs, { ...nativeOptions(input.stage === true), sandbox: withGrants(sandbox, grants) }, cancel),
         context?.onProgress,
       );
+      staging.track(out.staged);
       const notes: string[] = out.note != null ? [out.note] : [];
       const hint = gate.denials([out.output], out.exitCode === 0, out.sandbox, listenPorts(options));
       if (hint) {
@@ -258,27 +267,28 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
   };
   const params = withGrantsParameter(parameters, gate);
 
-  return attachHooks({
+  const tool: RunCommandTool = attachHooks({
     name: "run_command",
     effect: "process",
     description:
-      options.descriptions === "full"
+      (options.descriptions === "full"
         ? describe(timeoutMs, maxTimeoutMs, head, tail, allow, deny, describeSandbox(sandbox))
-        : describeCompact(timeoutMs, allow, describeSandboxCompact(sandbox)),
+        : describeCompact(timeoutMs, allow, describeSandboxCompact(sandbox))) + describeStage(staging.mode, options.descriptions === "full"),
     parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
     outputSchema: TOOL_SCHEMAS.run_command.output,
     validate(raw: unknown): RunCommandInput {
       const { rest: input, grants } = gate.splitGrants(raw);
       checkSchema(parameters, input);
-      const { argv, cwd, timeoutMs: t } = input as RunCommandInput;
+      const { argv, cwd, timeoutMs: t, stage } = input as RunCommandInput;
       try {
-        ws.checkRunCommand(argv, cwd, t, nativeOptions());
+        ws.checkRunCommand(argv, cwd, t, nativeOptions(stage === true));
       } catch (err) {
         throw fromThrown(err);
       }
       const out: RunCommandInput = { argv: [...argv] };
       if (cwd !== undefined) out.cwd = cwd;
       if (t !== undefined) out.timeoutMs = t;
+      if (stage !== undefined) out.stage = stage;
       if (grants) out.grants = grants;
       return out;
     },
@@ -286,4 +296,6 @@ export function createRunCommandTool(root: string, options: RunCommandToolOption
       return gate.execute("run_command", spec, input, context);
     },
   }, gate.hooks("run_command", spec));
+  staging.attach(tool);
+  return tool;
 }

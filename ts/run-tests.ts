@@ -13,6 +13,7 @@ import { COMMON_TOOL_OPTIONS, type CommonToolOptions } from "./common-options.js
 import { factoryName, checkOptions, declareOptions, option, type OptionSpecOf } from "./options.js";
 import { Gate, attachHooks, withGrants, withGrantsParameter, type ApprovalOptions, type Grants, type ProcessSpec } from "./approval.js";
 import type { RunTestsInput, RunTestsOutput } from "./generated/contract.js";
+import { STAGE_OPTIONS, STAGE_SET, Staging, describeStage, type NativeStageOptions, type StageSet, type StageToolOptions } from "./stage.js";
 export type { RunTestsInput, RunTestsOutput } from "./generated/contract.js";
 
 /** `TestRunner`: the same as `RunTestsInput["runner"]` (generated from the core). */
@@ -27,7 +28,7 @@ export type TestFailure = RunTestsOutput["failures"][number];
  * caches, `rustupHome`, and `bin`, `registry`, `git` and the configuration of `cargoHome` (not
  * its credentials).
  */
-export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions, CommonToolOptions {
+export interface RunTestsToolOptions extends CommandPolicy, SandboxToolOptions, StageToolOptions, CommonToolOptions {
   /** Names of host environment variables the tests may see (read at call time). */
   inheritEnv?: readonly string[];
   /** The runners' PATH (default: the host's PATH when the tool is created). */
@@ -64,6 +65,7 @@ export const RUN_TESTS_OPTIONS = declareOptions("createRunTestsTool", {
   ...COMMON_TOOL_OPTIONS,
   ...POLICY_OPTIONS,
   ...SANDBOX_OPTIONS,
+  ...STAGE_OPTIONS,
   inheritEnv: option.strings("host environment variables the tests may see"),
   path: option.string("the runners' PATH"),
   timeoutMs: option.integer(1, MAX_MS, "the deadline when the call names none, in milliseconds"),
@@ -81,12 +83,14 @@ const parameters: JsonSchema = withDescriptions(TOOL_SCHEMAS.run_tests.input, {
   runner: "vitest (the workspace's node_modules/.bin/vitest), node (node --test), go (go test, module in the workspace root) or cargo (cargo test, Cargo.toml in the workspace root).",
   args: 'What to run: go package patterns and -run/-skip/-v/-short/-race ("./pkg/...", "-run", "TestX"); vitest file filters and -t ("src/utils", "-t", "adds"); node test files and --test-name-pattern; cargo a test name filter, -p/--lib/--test/--features, and after "--" libtest\'s --exact/--skip/--ignored. Reporter, output-format and timeout options are set by the tool and refused. At most 32.',
   timeoutMs: "Deadline for the whole run in milliseconds (default and maximum are the tool's; a larger value is clamped).",
+  stage: "Run staged: the workspace stays unchanged and the result's staged { id, summary, diff, files, hash } is the change, for apply_staged or discard_staged.",
 });
 
 const compactParameters = withDescriptions(parameters, {
   runner: "vitest, node (node --test), go or cargo.",
   args: 'Files, packages, test name filters, such as ["src/a.test.ts", "-t", "adds"] or ["./...", "-run", "TestX"].',
   timeoutMs: "Deadline in ms.",
+  stage: "Keep the writes apart (apply_staged applies them).",
 });
 
 function describeCompact(timeoutMs: number, sandbox: string): string {
@@ -125,6 +129,7 @@ interface NativeRunTestsOptions {
   scratchDir: string;
   reaper: string;
   sandbox: NativeSandboxOptions;
+  stage: NativeStageOptions;
 }
 
 /** The `run_tests` tool. */
@@ -150,7 +155,8 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
   const reaper = options.reaper ?? "auto";
   const denyCommands = options.denyCommands === undefined ? undefined : [...options.denyCommands];
   const allowCommands = options.allowCommands === undefined ? undefined : [...options.allowCommands];
-  const nativeOptions = (): NativeRunTestsOptions => ({
+  const staging = new Staging(ws, options as RunTestsToolOptions & { [STAGE_SET]?: StageSet });
+  const nativeOptions = (staged = false): NativeRunTestsOptions => ({
     policy: { denyCommands, allowCommands },
     path,
     env: env(),
@@ -164,6 +170,7 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
     scratchDir,
     reaper,
     sandbox,
+    stage: staging.native(staged),
   });
   // The option checks Rust makes on every call, so a misconfiguration shows at creation (a
   // refusal of the probe itself, by the host's own lists, is not a misconfiguration).
@@ -182,11 +189,13 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
       return { argv, summary: `run_tests ${argv.join(" ")}` };
     },
     grants: (input) => input.grants,
+    stage: staging.review<RunTestsInput, RunTestsOutput>(),
     async run(input, context, grants) {
       const out: RunTestsOutput = await callCore(context?.signal, (cancel) =>
-        ws.runTests(input.runner, input.args ?? [], input.timeoutMs, { ...nativeOptions(), sandbox: withGrants(sandbox, grants) }, cancel),
+        ws.runTests(input.runner, input.args ?? [], input.timeoutMs, { ...nativeOptions(input.stage === true), sandbox: withGrants(sandbox, grants) }, cancel),
         context?.onProgress,
       );
+      staging.track(out.staged);
       const notes: string[] = out.note != null ? [out.note] : [];
       const hint = gate.denials([out.report, ...out.failures.map((f) => f.output), ...out.buildErrors], out.status === "passed", out.sandbox, listenPorts(options));
       if (hint) {
@@ -199,27 +208,29 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
   };
   const params = withGrantsParameter(parameters, gate);
 
-  return attachHooks({
+  const tool: RunTestsTool = attachHooks({
     name: "run_tests",
     effect: "process",
     description:
-      options.descriptions === "full"
+      (options.descriptions === "full"
         ? describe(timeoutMs, maxTimeoutMs, describeSandbox(sandbox))
-        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY])),
+        : describeCompact(timeoutMs, describeSandboxCompact(sandbox, (options as { [SANDBOX_SAID_BY]?: SandboxSaid })[SANDBOX_SAID_BY]))) +
+      describeStage(staging.mode, options.descriptions === "full"),
     parameters: options.descriptions === "full" ? params : withGrantsParameter(compactParameters, gate),
     outputSchema: TOOL_SCHEMAS.run_tests.output,
     taskSupport: "optional",
     validate(raw: unknown): RunTestsInput {
       const { rest: input, grants } = gate.splitGrants(raw);
       checkSchema(parameters, input);
-      const { runner, args = [], timeoutMs: t } = input as RunTestsInput;
+      const { runner, args = [], timeoutMs: t, stage } = input as RunTestsInput;
       try {
-        ws.checkRunTests(runner, args, t, nativeOptions());
+        ws.checkRunTests(runner, args, t, nativeOptions(stage === true));
       } catch (err) {
         throw fromThrown(err);
       }
       const out: RunTestsInput = { runner, args: [...args] };
       if (t !== undefined) out.timeoutMs = t;
+      if (stage !== undefined) out.stage = stage;
       if (grants) out.grants = grants;
       return out;
     },
@@ -227,4 +238,5 @@ export function createRunTestsTool(root: string, options: RunTestsToolOptions = 
       return gate.execute("run_tests", spec, input, context);
     },
   }, gate.hooks("run_tests", spec));
+  return staging.attach(tool);
 }

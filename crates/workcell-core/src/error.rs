@@ -39,6 +39,8 @@ pub enum Code {
     /// Checkpoints: no checkpoint has that id (never created, dropped, or dropped to stay
     /// within `maxBytes`).
     CheckpointNotFound,
+    /// Staged runs: no staged change has that id (never made, applied, discarded or expired).
+    StagedNotFound,
     IoError,
     /// Not a tool error: the call was cancelled. The JS layer turns it into an AbortError.
     Cancelled,
@@ -69,6 +71,7 @@ impl Code {
             Code::ProcessLimit => "PROCESS_LIMIT",
             Code::ProcessNotFound => "PROCESS_NOT_FOUND",
             Code::CheckpointNotFound => "CHECKPOINT_NOT_FOUND",
+            Code::StagedNotFound => "STAGED_NOT_FOUND",
             Code::IoError => "IO_ERROR",
             Code::Cancelled => "ABORTED",
         }
@@ -92,6 +95,8 @@ pub enum Reason {
     PatchInvalid,
     /// start_process: a port the host does not allow (`options.ports`).
     PortNotAllowed,
+    /// `stage: true` where the host set `stage: "never"`.
+    StageNotAllowed,
 }
 
 impl Reason {
@@ -109,6 +114,7 @@ impl Reason {
             Reason::CommandRefused => "COMMAND_REFUSED",
             Reason::PatchInvalid => "PATCH_INVALID",
             Reason::PortNotAllowed => "PORT_NOT_ALLOWED",
+            Reason::StageNotAllowed => "STAGE_NOT_ALLOWED",
         }
     }
 }

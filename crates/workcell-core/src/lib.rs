@@ -13,6 +13,7 @@
 //! - [`patch`]: `apply_patch` (parser, hunk location, the all-or-nothing plan);
 //! - [`fileops`]: `move_file`, `delete_file`, `make_directory`;
 //! - [`checkpoint`]: checkpoints: record the workspace, diff it, rewind it all or nothing;
+//! - [`stage`]: staged runs: a process's writes kept in an overlay, applied all or nothing;
 //! - [`cancel`]: cancellation shared with the host; [`temp_name`]: names of temporary files;
 //! - [`pool`]: workcell's own worker threads for blocking file work (never libuv's);
 //! - [`policy`]: which commands `run_command` may run (argv and parsed shell scripts);
@@ -56,6 +57,7 @@ pub mod root;
 pub mod sandbox;
 pub mod search;
 pub mod session;
+pub mod stage;
 pub mod target_lock;
 pub mod temp_name;
 pub mod testrun;
@@ -91,6 +93,13 @@ pub mod api {
     /// Checkpoints: record the workspace, see what changed, rewind it (contract §19).
     pub mod checkpoint {
         pub use crate::checkpoint::{Checkpoints, Options, DEFAULT_MAX_BYTES, DEFAULT_MAX_FILE_BYTES};
+    }
+
+    /// Staged runs: apply or discard a staged change (contract §20).
+    pub mod stage {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        pub use crate::stage::apply_staged;
+        pub use crate::stage::{discard, group_close, group_len, group_new, preview, AppliedOutput, DiscardedOutput, StagedOutput};
     }
 
     /// read_file and its windows.

@@ -94,6 +94,9 @@ pub struct CommandOptions {
     pub prepare: Option<Prepare>,
     /// OS confinement of the command ([`crate::sandbox`]); `auto` by default.
     pub sandbox: SandboxOptions,
+    /// Staged runs ([`crate::stage`]).
+    #[serde(default)]
+    pub stage: crate::stage::StageOptions,
 }
 
 fn default_timeout() -> Duration {
@@ -110,7 +113,7 @@ fn default_tail_bytes() -> usize {
 }
 
 debug_options!(CommandOptions {
-    policy, path, env => EnvNames, timeout, max_timeout, head_bytes, tail_bytes, scratch_parent, reaper, sandbox,
+    policy, path, env => EnvNames, timeout, max_timeout, head_bytes, tail_bytes, scratch_parent, reaper, sandbox, stage,
 });
 
 impl CommandOptions {
@@ -128,6 +131,7 @@ impl CommandOptions {
             reaper: Reaper::Auto,
             prepare: None,
             sandbox: SandboxOptions::default(),
+            stage: crate::stage::StageOptions::default(),
         }
     }
 
@@ -138,6 +142,7 @@ impl CommandOptions {
         if self.head_bytes + self.tail_bytes == 0 {
             return Err("the output head and tail cannot both be 0 bytes".into());
         }
+        self.stage.validate()?;
         host_config::check_launch(&self.path, &self.sandbox, &self.env)
     }
 }
@@ -176,6 +181,7 @@ pub fn effective_timeout(requested: Option<f64>, default: Duration, max: Duratio
 /// Checks the model's input without any effect: the policy, `cwd`, the timeout.
 pub fn check_request(req: &CommandRequest, opts: &CommandOptions) -> Result<CheckedRequest> {
     policy::check_command(&req.argv, &opts.policy)?;
+    opts.stage.wanted()?;
     let cwd = launch::parse_cwd(req.cwd.as_deref())?;
     let (timeout, note) = effective_timeout(req.timeout_ms, opts.timeout, opts.max_timeout)?;
     Ok(CheckedRequest { cwd, timeout, note })
@@ -208,6 +214,9 @@ pub struct CommandOutput {
     /// With `network: { allow }`: the connections through the proxy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<crate::proxy::Counts>,
+    /// A staged run's change (contract §20): the workspace is unchanged until it is applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staged: Option<crate::stage::StagedOutput>,
 }
 
 impl CommandOutput {
@@ -233,6 +242,9 @@ pub struct Prepared {
     pub workdir: WorkDir,
     /// With `network: { allow }`: the call's proxy session (its counts go in the result).
     pub net: Option<crate::proxy::Session>,
+    /// A staged run ([`crate::stage`]).
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    pub stage: Option<crate::stage::Run>,
 }
 
 /// Steps 2 to 5 of a checked request (see the module's documentation): the root rechecked,
@@ -240,18 +252,33 @@ pub struct Prepared {
 /// refuses here, before the scratch directory exists), the scratch directory created and the
 /// spawn confined with `opts.sandbox`.
 pub fn prepare_start(ws: &Workspace, argv: &[String], cwd: Option<&RelPath>, opts: &CommandOptions) -> Result<Prepared> {
+    prepare_start_staged(ws, argv, cwd, opts, false)
+}
+
+/// [`prepare_start`], staged when `staged` ([`crate::stage`]): `SANDBOX_UNAVAILABLE` where the
+/// sandbox cannot make a staged run.
+pub fn prepare_start_staged(ws: &Workspace, argv: &[String], cwd: Option<&RelPath>, opts: &CommandOptions, staged: bool) -> Result<Prepared> {
     ws.check()?;
     let scratch_parent = scratch::check_parent(&opts.scratch_parent, ws.canonical()).map_err(misconfigured)?;
     let workdir = launch::open_workdir(ws, cwd)?;
     let name = &argv[0];
     let program = find_command(name, &opts.path)?;
-    sandbox::require(&opts.sandbox)?;
+    let sandbox_opts = SandboxOptions { stage: staged, ..opts.sandbox.clone() };
+    sandbox::require(&sandbox_opts)?;
     let scratch = Scratch::create(&scratch_parent)?;
     // The program's directories, and the call's private HOME and TMPDIR.
     let mut grants = sandbox::program_grants(&program);
     grants.push(Grant::new(scratch.home(), Access::ReadWrite));
     grants.push(Grant::new(scratch.tmp(), Access::ReadWrite));
-    let confinement = sandbox::prepare(&opts.sandbox, ws, &grants)?;
+    let confinement = sandbox::prepare(&sandbox_opts, ws, &grants)?;
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let (confinement, stage) = if staged {
+        let mut run = crate::stage::Run::begin(ws, &workdir.shown, &opts.stage)?;
+        run.start(ws);
+        (confinement.with_stage(Some(run.layer())), Some(run))
+    } else {
+        (confinement, None)
+    };
     let launch = Launch {
         program,
         arg0: name.into(),
@@ -261,7 +288,15 @@ pub fn prepare_start(ws: &Workspace, argv: &[String], cwd: Option<&RelPath>, opt
     let mut spec = launch::spawn_spec(launch, &workdir);
     let net = confinement.network();
     let report = confinement.apply(&mut spec);
-    Ok(Prepared { spec, report, scratch, workdir, net })
+    Ok(Prepared {
+        spec,
+        report,
+        scratch,
+        workdir,
+        net,
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        stage,
+    })
 }
 
 /// Runs `req` to the end. A normal exit (any code) is `Ok`; a timeout is `COMMAND_TIMEOUT`
@@ -271,7 +306,11 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
     opts.validate().map_err(misconfigured)?;
     let checked = check_request(req, opts)?;
     ws.check()?;
-    let prepared = prepare_start(ws, &req.argv, checked.cwd.as_ref(), opts)?;
+    let staged = opts.stage.wanted()?;
+    let prepared = prepare_start_staged(ws, &req.argv, checked.cwd.as_ref(), opts, staged)?;
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let Prepared { spec, report, scratch, workdir, net, stage } = prepared;
+    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
     let Prepared { spec, report, scratch, workdir, net } = prepared;
     let name = &req.argv[0];
     cancel.check()?;
@@ -281,6 +320,11 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, cancel, sink).await;
     drop(workdir);
     drop(scratch);
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let finished = finished.map_err(|e| match &stage {
+        Some(run) => run.launch_error(e),
+        None => e,
+    });
     let finished = finished?;
 
     let out = finished.stdout.finish();
@@ -298,8 +342,15 @@ pub async fn run_command(ws: &Workspace, req: &CommandRequest, opts: &CommandOpt
         note: checked.note,
         sandbox: report,
         network: net.map(|n| n.counts()),
+        staged: None,
     };
     match finished.end {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        End::Exited if stage.is_some() => {
+            let run = stage.expect("checked");
+            output.staged = Some(run.finish(ws, cancel)?);
+            Ok(output)
+        }
         End::Exited => Ok(output),
         End::Cancelled => Err(Error::cancelled()),
         End::TimedOut => {

@@ -8,10 +8,12 @@
 //! when the committed files differ.
 
 mod checkpoints;
+mod stage;
 mod tools;
 mod typescript;
 
 pub use checkpoints::*;
+pub use stage::*;
 pub use tools::*;
 
 use schemars::{JsonSchema, Schema};

@@ -140,6 +140,8 @@ pub struct NodeProcessInput {
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     pub grants: Option<Grants>,
+    /// Run staged: the workspace is unchanged and the result carries the change (apply_staged).
+    pub stage: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -152,6 +154,8 @@ pub struct RunCommandInput {
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     pub grants: Option<Grants>,
+    /// Run staged: the workspace is unchanged and the result carries the change (apply_staged).
+    pub stage: Option<bool>,
 }
 
 /// The test runners run_tests knows.
@@ -173,6 +177,8 @@ pub struct RunTestsInput {
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
     pub grants: Option<Grants>,
+    /// Run staged: the workspace is unchanged and the result carries the change (apply_staged).
+    pub stage: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -269,4 +275,6 @@ tools! {
     "list_checkpoints" "ListCheckpoints" super::checkpoints::ListCheckpointsInput => super::checkpoints::ListCheckpointsOutput;
     "diff_checkpoint" "DiffCheckpoint" super::checkpoints::DiffCheckpointInput => crate::checkpoint::DiffOutput;
     "rewind_checkpoint" "RewindCheckpoint" super::checkpoints::RewindCheckpointInput => crate::checkpoint::RewindOutput;
+    "apply_staged" "ApplyStaged" super::stage::ApplyStagedInput => crate::stage::AppliedOutput;
+    "discard_staged" "DiscardStaged" super::stage::DiscardStagedInput => crate::stage::DiscardedOutput;
 }

@@ -99,6 +99,9 @@ pub struct NodeOptions {
     /// runs without it.
     #[serde(default)]
     pub node_permission: Option<NodePermission>,
+    /// Staged runs ([`crate::stage`]).
+    #[serde(default)]
+    pub stage: crate::stage::StageOptions,
 }
 
 fn default_timeout() -> Duration {
@@ -109,7 +112,7 @@ fn default_max_output() -> usize {
 }
 
 debug_options!(NodeOptions {
-    exec_path, timeout, max_timeout, max_stdout_bytes, max_stderr_bytes, env => EnvNames, reaper, sandbox, node_permission,
+    exec_path, timeout, max_timeout, max_stdout_bytes, max_stderr_bytes, env => EnvNames, reaper, sandbox, node_permission, stage,
 });
 
 impl NodeOptions {
@@ -127,6 +130,7 @@ impl NodeOptions {
             prepare: None,
             sandbox: SandboxOptions::default(),
             node_permission: None,
+            stage: crate::stage::StageOptions::default(),
         }
     }
 
@@ -149,6 +153,7 @@ impl NodeOptions {
             host_config::check_path(path)?;
         }
         self.sandbox.validate()?;
+        self.stage.validate()?;
         if let Some(np) = &self.node_permission {
             np.validate()?;
         }
@@ -179,6 +184,9 @@ pub struct NodeOutput {
     /// Set when the requested timeout was above the host's maximum and was clamped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// A staged run's change (contract §20): the workspace is unchanged until it is applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staged: Option<crate::stage::StagedOutput>,
 }
 
 impl NodeOutput {
@@ -256,10 +264,20 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     // The same clamp as run_command's: the host's maximum, said in a note.
     let (timeout, note) = effective_timeout(req.timeout_ms, opts.timeout, opts.max_timeout())?;
     ws.check()?;
-    // Refuses ("required" mode) before any effect.
-    let confinement = sandbox::prepare(&opts.sandbox, ws, &sandbox::program_grants(&opts.exec_path))?;
+    let staged = opts.stage.wanted()?;
+    // Refuses ("required" mode, or a staged run the sandbox cannot make) before any effect.
+    let sandbox_opts = SandboxOptions { stage: staged, ..opts.sandbox.clone() };
+    let confinement = sandbox::prepare(&sandbox_opts, ws, &sandbox::program_grants(&opts.exec_path))?;
     let script = Script::create(ws, &req.source)?;
     cancel.check()?;
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let (confinement, stage) = if staged {
+        let mut run = crate::stage::Run::begin(ws, "", &opts.stage)?;
+        run.start(ws);
+        (confinement.with_stage(Some(run.layer())), Some(run))
+    } else {
+        (confinement, None)
+    };
 
     let mut spec = SpawnSpec::new(&opts.exec_path, ws.canonical());
     spec.env = environment(opts);
@@ -277,8 +295,14 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
     cancel.progress().message(|| "node: running".into());
     let finished = process::run(spec, &run, cancel, Head::new(opts.max_stdout_bytes), Some(Head::new(opts.max_stderr_bytes)))
         .await
-        .map_err(|e| spawn_error(&e, &opts.exec_path))?;
+        .map_err(|e| spawn_error(&e, &opts.exec_path));
     drop(script);
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let finished = finished.map_err(|e| match &stage {
+        Some(run) => run.launch_error(e),
+        None => e,
+    });
+    let finished = finished?;
 
     let stdout = finished.stdout.finish();
     let stderr = finished.stderr.map(Head::finish).unwrap_or(HeadText { text: String::new(), truncated: false, total_bytes: 0 });
@@ -295,8 +319,14 @@ pub async fn node_process(ws: &Workspace, req: &NodeRequest, opts: &NodeOptions,
         sandbox: report,
         network: net.map(|n| n.counts()),
         note,
+        staged: None,
     };
     match finished.end {
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        End::Exited if stage.is_some() => {
+            output.staged = Some(stage.expect("checked").finish(ws, cancel)?);
+            Ok(output)
+        }
         End::Exited => Ok(output),
         End::Cancelled => Err(Error::cancelled()),
         End::TimedOut => {

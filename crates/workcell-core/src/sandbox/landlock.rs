@@ -139,6 +139,24 @@ pub fn build(abi: u32, workspace: BorrowedFd<'_>, grants: &[Grant], pinned: &[(B
     fd.ok_or_else(|| io::Error::other("Landlock ruleset: the kernel did not create one"))
 }
 
+/// The access bits the workspace gets (read, write, make, remove: everything), for a rule added
+/// in the child ([`add_workspace_rule`]).
+pub fn workspace_access(abi: u32) -> u64 {
+    rights(ABI::from(abi as i32), Access::ReadWrite, true).bits()
+}
+
+/// In the child: gives the directory open as `dir` the workspace's access (`access`, from
+/// [`workspace_access`]). A staged run's overlay is mounted over the workspace after the
+/// ruleset was built, and Landlock does not look at a mount point when it walks up from a file
+/// (it skips hidden mount points), so the overlay's root needs a rule of its own.
+///
+/// # Safety
+/// Raw system calls only; `ruleset` is the call's ruleset, not yet enforced.
+pub unsafe fn add_workspace_rule(ruleset: RawFd, dir: RawFd, access: u64) -> Result<(), i32> {
+    let attr = PathBeneathAttr { allowed_access: access, parent_fd: dir };
+    sys::landlock_add_rule(ruleset, RULE_PATH_BENEATH, &attr as *const PathBeneathAttr as *const libc::c_void)
+}
+
 #[repr(C, packed)]
 struct PathBeneathAttr {
     allowed_access: u64,

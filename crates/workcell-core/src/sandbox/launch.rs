@@ -51,6 +51,8 @@ pub struct Launch {
     /// The tool set's network namespace (its sessions' `ports`), joined before the others
     /// are unshared (only with namespaces).
     shared_net: Option<std::sync::Arc<super::netns::Keeper>>,
+    /// A staged run's overlay over the workspace ([`super::overlay`]; only with namespaces).
+    stage: Option<std::sync::Arc<super::overlay::Layer>>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -61,12 +63,18 @@ impl std::fmt::Debug for Launch {
 
 impl Launch {
     pub fn new(ruleset: Option<OwnedFd>, namespaces: Option<NsPlan>, oom: bool) -> Self {
-        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false, net: None, protect: None, shared_net: None }
+        Launch { ruleset, namespaces, oom, limits: None, cgroups: None, probe: false, net: None, protect: None, shared_net: None, stage: None }
     }
 
     /// The protected paths are mounted read-only in the child's namespace (only with namespaces).
     pub fn with_protect(mut self, protect: Option<super::protect::Protect>) -> Self {
         self.protect = protect;
+        self
+    }
+
+    /// The child's writes to the workspace land in an overlay ([`super::overlay`]).
+    pub fn with_stage(mut self, stage: Option<std::sync::Arc<super::overlay::Layer>>) -> Self {
+        self.stage = stage;
         self
     }
 
@@ -99,7 +107,7 @@ impl Launch {
     /// A launcher whose program's process reports, through its exit code, how far it got in the
     /// namespace instead of exec'ing ([`super::probe`]).
     pub(super) fn probe() -> Self {
-        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true, net: None, protect: None, shared_net: None }
+        Launch { ruleset: None, namespaces: Some(NsPlan::new(true)), oom: false, limits: None, cgroups: None, probe: true, net: None, protect: None, shared_net: None, stage: None }
     }
 }
 
@@ -119,6 +127,7 @@ struct CArgs<'a> {
     join: Option<(RawFd, RawFd)>,
     limits: Option<&'a ChildLimits>,
     protect: Option<&'a super::protect::Protect>,
+    stage: Option<&'a super::overlay::Layer>,
     exec: Option<&'a Exec>,
     init_stack: *mut libc::c_void,
     main_stack: *mut libc::c_void,
@@ -149,6 +158,7 @@ impl Launcher for Launch {
             },
             limits: self.limits.as_ref(),
             protect: self.namespaces.as_ref().and(self.protect.as_ref()),
+            stage: self.namespaces.as_ref().and(self.stage.as_deref()),
             exec: (!self.probe).then_some(&exec),
             init_stack: stacks.top(1),
             main_stack: stacks.top(2),
@@ -307,11 +317,19 @@ extern "C" fn c_main(arg: *mut libc::c_void) -> libc::c_int {
         if let Err(e) = sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS | newnet).and_then(|()| plan.write_maps()) {
             fail(e);
         }
-        if let Some(p) = a.protect {
+        if a.protect.is_some() || a.stage.is_some() {
             // Mount events one-way (host to namespace) before mounting anything.
-            if let Err(e) = sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None).and_then(|()| p.apply()) {
+            if let Err(e) = sys::mount(None, c"/", None, libc::MS_REC | libc::MS_SLAVE, None) {
                 fail(e);
             }
+        }
+        let mounted = match (a.stage, a.protect) {
+            (Some(stage), protect) => stage.mount(protect, a.ruleset),
+            (None, Some(p)) => p.apply(),
+            (None, None) => Ok(()),
+        };
+        if let Err(e) = mounted {
+            fail(e);
         }
         if a.net >= 0 {
             if let Err(e) = super::netns::enter(a.net) {

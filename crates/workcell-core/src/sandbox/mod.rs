@@ -59,6 +59,8 @@ pub mod paths;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod netns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub mod overlay;
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub mod pidns;
 #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub(crate) mod sys;
@@ -147,6 +149,9 @@ pub struct SandboxOptions {
     /// The globs read-only for the processes (contract §21; JSON `protect`, default
     /// [`crate::guard::DEFAULT_PROTECT`]; [`protect`]).
     pub protect: Vec<String>,
+    /// A staged run (contract §20; set by the tool, never from JSON): refused with
+    /// `SANDBOX_UNAVAILABLE` where the sandbox cannot make one.
+    pub stage: bool,
 }
 
 impl<'de> serde::Deserialize<'de> for Mode {
@@ -314,6 +319,9 @@ pub struct Confinement {
     /// The read-only mounts of the protected paths, if any.
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     protect: Option<protect::Protect>,
+    /// A staged run's overlay ([`overlay`]).
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    stage: Option<std::sync::Arc<overlay::Layer>>,
 }
 
 /// What `features` allows under `opts`: the report of a run.
@@ -387,6 +395,29 @@ fn unavailable(missing: &[&str], features: &Features) -> Error {
             "pidNamespace": features.pid_namespace,
             "userNamespace": features.user_namespace,
         }))
+}
+
+/// `SANDBOX_UNAVAILABLE` for a staged run where the sandbox cannot make one (`missing`: the
+/// name in `details.missing`; the command never runs).
+pub fn stage_refused(missing: &str, what: &str) -> Error {
+    Error::new(Code::SandboxUnavailable, format!("the staged run could not be made: it needs {what}"))
+        .with_hint("the command did not run (a staged run never runs unstaged); tell the user what is missing (see details), or run it without stage if the host allows unstaged runs")
+        .with_details(serde_json::json!({ "missing": [missing] }))
+}
+
+/// A staged run needs the sandbox's user, PID and mount namespaces: `SANDBOX_UNAVAILABLE`
+/// otherwise (never run unstaged).
+fn stage_unavailable(opts: &SandboxOptions, features: &Features) -> Result<()> {
+    if !opts.stage {
+        return Ok(());
+    }
+    if opts.mode == Mode::Off {
+        return Err(stage_refused("sandbox", "the sandbox, which the host turned off (sandbox: \"off\")"));
+    }
+    if !(features.pid_namespace && features.user_namespace) {
+        return Err(stage_refused("mount-namespace", "user, PID and mount namespaces, which this system (or the host's sandboxLimit) does not give"));
+    }
+    Ok(())
 }
 
 /// Whether the allowlist of `network: { allow }` can be enforced with `features`: a network
@@ -476,6 +507,7 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
     if opts.mode != Mode::Off {
         protect_unavailable(opts, &features)?;
     }
+    stage_unavailable(opts, &features)?;
     build(opts, ws, extra, &features, report)
 }
 
@@ -483,7 +515,7 @@ pub fn prepare(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant]) -> Result
 fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Features, report: Report) -> Result<Confinement> {
     use std::os::fd::AsFd as _;
     if opts.mode == Mode::Off {
-        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, cgroups: None, net: None, shared_net: None, session: None, protect: None });
+        return Ok(Confinement { report, ruleset: None, namespaces: None, confined: false, cgroups: None, net: None, shared_net: None, session: None, protect: None, stage: None });
     }
     let mut report = report;
     let cgroups = make_cgroups(opts, &mut report)?;
@@ -554,7 +586,7 @@ fn build(opts: &SandboxOptions, ws: &Workspace, extra: &[Grant], features: &Feat
         }
         None => (None, None),
     };
-    Ok(Confinement { report, ruleset, namespaces, confined: true, cgroups, net, shared_net, session, protect })
+    Ok(Confinement { report, ruleset, namespaces, confined: true, cgroups, net, shared_net, session, protect, stage: None })
 }
 
 /// The files the call's write grants and the host's `writePaths` name (device, inode): a
@@ -605,6 +637,17 @@ impl Confinement {
         self.report
     }
 
+    /// Makes the run a staged one: its writes to the workspace land in `layer`'s overlay
+    /// (the options must have had `stage` set, so [`prepare`] checked the namespaces).
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    pub fn with_stage(mut self, layer: Option<std::sync::Arc<overlay::Layer>>) -> Self {
+        if let Some(l) = &layer {
+            l.set_landlock(if self.ruleset.is_some() { self.report.landlock_abi } else { None });
+        }
+        self.stage = layer;
+        self
+    }
+
     /// The call's proxy session with `network: { allow }`: its counts go in the result
     /// (`network: { allowed, refused }`). It serves until the call's processes are gone.
     pub fn network(&self) -> Option<crate::proxy::Session> {
@@ -617,7 +660,7 @@ impl Confinement {
     pub fn apply(self, spec: &mut SpawnSpec) -> Report {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
-            let Confinement { report, ruleset, namespaces, confined, cgroups, net, shared_net, session: _, protect } = self;
+            let Confinement { report, ruleset, namespaces, confined, cgroups, net, shared_net, session: _, protect, stage } = self;
             if net.is_some() {
                 for (name, value) in crate::proxy::child_environment() {
                     spec.env.retain(|(n, _)| n.as_os_str() != name);
@@ -633,7 +676,7 @@ impl Confinement {
             if ruleset.is_some() || namespaces.is_some() || spec.pre_exec_len() == 0 {
                 // SAFETY: the launcher starts the child as `Launcher::launch` says.
                 let limits = confined.then(|| resources::ChildLimits::new(&report.limits, &cgroups.as_ref().map(cgroup::Leaf::procs).unwrap_or_default()));
-                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net).with_shared_net(shared_net).with_protect(protect))) };
+                unsafe { spec.set_launcher(Box::new(launch::Launch::new(ruleset, namespaces, oom).with_limits(limits, cgroups).with_net(net).with_shared_net(shared_net).with_protect(protect).with_stage(stage))) };
                 report
             } else {
                 // The process machinery's spawn applies no limit.

@@ -158,6 +158,21 @@ unsafe fn listener() -> Result<libc::c_int, i32> {
     }
 }
 
+/// Receives one descriptor sent with [`send_one_fd`] (without waiting; staged runs' tmpfs).
+pub(crate) fn receive_one_fd(sock: RawFd) -> io::Result<OwnedFd> {
+    let r = receive_fd(sock)?;
+    // SAFETY: a descriptor just received, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(r.into_raw()) })
+}
+
+/// Sends one descriptor through a Unix socket (raw system calls: usable in C).
+///
+/// # Safety
+/// Raw system calls on the stack only.
+pub(crate) unsafe fn send_one_fd(sock: RawFd, fd: libc::c_int) -> Result<(), i32> {
+    send_fd(sock, fd)
+}
+
 unsafe fn send_fd(sock: RawFd, fd: libc::c_int) -> Result<(), i32> {
     let byte = [0u8; 1];
     let mut iov = libc::iovec { iov_base: byte.as_ptr() as *mut libc::c_void, iov_len: 1 };

@@ -90,6 +90,9 @@ pub struct Protect {
     /// How many directories the walk took from its cache instead of reading them.
     pub reused: usize,
     stand_in: Option<StandIn>,
+    /// A staged run's read-only copies of the targets, made from the real workspace before
+    /// the overlay covers it ([`Protect::clone_trees`]); written in C (shared memory).
+    trees: Box<[std::sync::atomic::AtomicI32]>,
 }
 
 impl Protect {
@@ -157,6 +160,59 @@ impl Protect {
     /// The relative paths of the directories held in place (tests, diagnostics).
     pub fn held(&self) -> Vec<String> {
         self.holds.iter().map(|t| t.rel.to_string_lossy().into_owned()).collect()
+    }
+}
+
+impl Protect {
+    /// For a staged run (see [`super::overlay`]), in the child, before the overlay covers
+    /// the root open as `root` (already checked to be the workspace): a detached read-only copy
+    /// of each match, checked as [`Protect::apply`] checks it.
+    ///
+    /// # Safety
+    /// Raw system calls only (`sandbox::sys`), between clone and exec.
+    pub unsafe fn clone_trees(&self, root: libc::c_int) -> Result<(), i32> {
+        use super::sys;
+        use std::sync::atomic::Ordering;
+        for (t, slot) in self.targets.iter().zip(self.trees.iter()) {
+            let fd = sys::open_beneath(root, &t.rel)?;
+            let r = match sys::identity(fd) {
+                Ok(id) if id == t.id => sys::clone_read_only(fd),
+                Ok(_) => Err(libc::ESTALE),
+                Err(e) => Err(e),
+            };
+            sys::close(fd);
+            slot.store(r?, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Then, with the overlay mounted and open as `root`: each copy attached over its path in
+    /// the overlay (no symlink followed), so the protected paths stay read-only.
+    ///
+    /// # Safety
+    /// Raw system calls only (`sandbox::sys`), between clone and exec.
+    pub unsafe fn attach_trees(&self, root: libc::c_int) -> Result<(), i32> {
+        use super::sys;
+        use std::sync::atomic::Ordering;
+        let mut result = Ok(());
+        for (t, slot) in self.targets.iter().zip(self.trees.iter()) {
+            let tree = slot.swap(-1, Ordering::SeqCst);
+            if tree < 0 {
+                continue;
+            }
+            if result.is_ok() {
+                result = match sys::open_beneath(root, &t.rel) {
+                    Ok(fd) => {
+                        let r = sys::move_onto(tree, fd);
+                        sys::close(fd);
+                        r
+                    }
+                    Err(e) => Err(e),
+                };
+            }
+            sys::close(tree);
+        }
+        result
     }
 }
 
@@ -230,7 +286,8 @@ fn plan_with(ws: &Workspace, guard: &Guard, writable: &[Id], cached: bool) -> st
         cache::put(key, w.seen);
     }
     let holds = holds(ws, &targets)?;
-    Ok(Protect { root_path, root_id, targets, holds, complete: w.complete, visited: w.visited, reused: w.reused, stand_in })
+    let trees = targets.iter().map(|_| std::sync::atomic::AtomicI32::new(-1)).collect();
+    Ok(Protect { root_path, root_id, targets, holds, complete: w.complete, visited: w.visited, reused: w.reused, stand_in, trees })
 }
 
 /// The directories between the root and the matches, each with its identity, parents first.

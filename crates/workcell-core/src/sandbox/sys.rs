@@ -397,6 +397,21 @@ const MOVE_MOUNT_T_EMPTY_PATH: usize = 0x40;
 /// moved onto `fd` with `move_mount` (Linux 5.12+). Either way it is then a mount point, which
 /// cannot be renamed or removed (`EBUSY`). The caller must own its mount namespace.
 pub unsafe fn bind_over_itself(fd: libc::c_int, read_only: bool) -> Result<(), i32> {
+    let tree = clone_tree(fd, read_only)?;
+    let r = move_onto(tree, fd);
+    close(tree);
+    r
+}
+
+/// A detached read-only copy of the file or directory open as `fd` (with everything mounted
+/// beneath it): `open_tree(OPEN_TREE_CLONE)` and `mount_setattr(MOUNT_ATTR_RDONLY)`.
+pub unsafe fn clone_read_only(fd: libc::c_int) -> Result<libc::c_int, i32> {
+    clone_tree(fd, true)
+}
+
+/// A detached copy of the file or directory open as `fd` (with everything mounted beneath it),
+/// `open_tree(OPEN_TREE_CLONE)`, made read-only with `mount_setattr` when `read_only`.
+unsafe fn clone_tree(fd: libc::c_int, read_only: bool) -> Result<libc::c_int, i32> {
     let empty = c"";
     let tree = check(syscall6(
         libc::SYS_open_tree,
@@ -407,31 +422,39 @@ pub unsafe fn bind_over_itself(fd: libc::c_int, read_only: bool) -> Result<(), i
         0,
         0,
     ))? as libc::c_int;
+    if !read_only {
+        return Ok(tree);
+    }
     let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
-    let r = if read_only {
-        check(syscall6(
-            libc::SYS_mount_setattr,
-            tree as usize,
-            empty.as_ptr() as usize,
-            AT_EMPTY_PATH | AT_RECURSIVE,
-            &attr as *const MountAttr as usize,
-            std::mem::size_of::<MountAttr>(),
-            0,
-        ))
-    } else {
-        Ok(0)
-    };
-    let r = r.and_then(|_| {
-        check(syscall6(
-            libc::SYS_move_mount,
-            tree as usize,
-            empty.as_ptr() as usize,
-            fd as usize,
-            empty.as_ptr() as usize,
-            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
-            0,
-        ))
-    });
-    close(tree);
-    r.map(drop)
+    let r = check(syscall6(
+        libc::SYS_mount_setattr,
+        tree as usize,
+        empty.as_ptr() as usize,
+        AT_EMPTY_PATH | AT_RECURSIVE,
+        &attr as *const MountAttr as usize,
+        std::mem::size_of::<MountAttr>(),
+        0,
+    ));
+    match r {
+        Ok(_) => Ok(tree),
+        Err(e) => {
+            close(tree);
+            Err(e)
+        }
+    }
+}
+
+/// Attaches the detached mount `tree` over the file or directory open as `fd` (`move_mount`).
+pub unsafe fn move_onto(tree: libc::c_int, fd: libc::c_int) -> Result<(), i32> {
+    let empty = c"";
+    check(syscall6(
+        libc::SYS_move_mount,
+        tree as usize,
+        empty.as_ptr() as usize,
+        fd as usize,
+        empty.as_ptr() as usize,
+        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        0,
+    ))
+    .map(drop)
 }

@@ -200,7 +200,7 @@ impl ProcessTable {
         copts.sandbox = copts.sandbox.granted(&checked.grants);
         copts.sandbox.bind_ports = checked.ports.clone();
         let lease = self.ports.open(&checked.ports);
-        let Prepared { spec, report, scratch, workdir, net } = command::prepare_start(&self.ws, &req.argv, checked.command.cwd.as_ref(), &copts)?;
+        let Prepared { spec, report, scratch, workdir, net, .. } = command::prepare_start(&self.ws, &req.argv, checked.command.cwd.as_ref(), &copts)?;
         cancel.check()?;
         let start = Start {
             spec,

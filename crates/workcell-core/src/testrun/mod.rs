@@ -150,6 +150,9 @@ pub struct TestsOptions {
     /// OS confinement of the runner ([`crate::sandbox`], grants in [`confine`]); `auto` by
     /// default.
     pub sandbox: SandboxOptions,
+    /// Staged runs ([`crate::stage`]).
+    #[serde(default)]
+    pub stage: crate::stage::StageOptions,
 }
 
 fn default_timeout() -> Duration {
@@ -159,7 +162,7 @@ fn default_max_timeout() -> Duration {
     DEFAULT_MAX_TIMEOUT
 }
 
-debug_options!(TestsOptions { path, env => EnvNames, timeout, max_timeout, node_path, scratch_parent, sandbox });
+debug_options!(TestsOptions { path, env => EnvNames, timeout, max_timeout, node_path, scratch_parent, sandbox, stage });
 
 impl TestsOptions {
     pub fn new(path: impl Into<OsString>, node_path: impl Into<PathBuf>) -> Self {
@@ -178,6 +181,7 @@ impl TestsOptions {
             reaper: Reaper::Auto,
             prepare: None,
             sandbox: SandboxOptions::default(),
+            stage: crate::stage::StageOptions::default(),
         }
     }
 
@@ -191,6 +195,7 @@ impl TestsOptions {
                 return Err(format!("{what} must be an absolute path"));
             }
         }
+        self.stage.validate()?;
         host_config::check_launch(&self.path, &self.sandbox, &self.env)
     }
 }
@@ -243,6 +248,9 @@ pub struct TestsOutput {
     /// With `network: { allow }`: the connections through the proxy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<crate::proxy::Counts>,
+    /// A staged run's change (contract §20): the workspace is unchanged until it is applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staged: Option<crate::stage::StagedOutput>,
 }
 
 impl TestsOutput {
@@ -518,14 +526,24 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
     let outer_ms = checked.timeout.as_millis() as u64;
     let inner_ms = (outer_ms * 3 / 4).max(1);
     let prefix = random_prefix()?;
+    let staged = opts.stage.wanted()?;
+    let sandbox_opts = SandboxOptions { stage: staged, ..opts.sandbox.clone() };
     // "required" refuses here, before the scratch directory exists.
-    sandbox::require(&opts.sandbox)?;
+    sandbox::require(&sandbox_opts)?;
 
     let scratch = Scratch::create(&scratch_parent)?;
     let mut plan = plan(runner, ws, req, opts, inner_ms, &scratch, &prefix)?;
     let env = environment(runner, opts, &scratch)?;
-    let confinement = sandbox::prepare(&opts.sandbox, ws, &confine::runner_grants(runner, &plan.program, opts, &scratch, &plan.scratch_grants))?;
+    let confinement = sandbox::prepare(&sandbox_opts, ws, &confine::runner_grants(runner, &plan.program, opts, &scratch, &plan.scratch_grants))?;
     cancel.check()?;
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let (confinement, stage) = if staged {
+        let mut run = crate::stage::Run::begin(ws, "", &opts.stage)?;
+        run.start(ws);
+        (confinement.with_stage(Some(run.layer())), Some(run))
+    } else {
+        (confinement, None)
+    };
     let cleaner = Cleaner::new(ws.canonical(), scratch.path());
     let parser = match runner {
         Runner::Go => AnyParser::Go(go::GoParser::new(cleaner.clone())),
@@ -546,6 +564,11 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
     let unwatched = cancel.with_progress(crate::progress::Progress::default());
     let finished = launch::start(spec, opts.prepare.as_ref(), ws.canonical(), &run, &unwatched, sink).await;
     drop(workdir);
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let finished = finished.map_err(|e| match &stage {
+        Some(run) => run.launch_error(e),
+        None => e,
+    });
     let finished = finished?;
     let mut sink = finished.stdout;
     sink.flush();
@@ -616,6 +639,13 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
             }
             let verdict = verdict::decide(&Ending::from_status(status.code, status.signal_name()), &summary);
             let report = report::render(runner.as_str(), &summary, &verdict, checked.note.as_deref());
+            #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+            let staged = match stage {
+                Some(run) => Some(run.finish(ws, cancel)?),
+                None => None,
+            };
+            #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+            let staged = None;
             Ok(TestsOutput {
                 status: verdict.status,
                 report,
@@ -630,6 +660,7 @@ pub async fn run_tests(ws: &Workspace, req: &TestsRequest, opts: &TestsOptions, 
                 note: checked.note,
                 sandbox: confined,
                 network: net.map(|n| n.counts()),
+                staged,
             })
         }
     }

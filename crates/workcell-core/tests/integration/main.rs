@@ -29,4 +29,5 @@ mod read;
 mod read_only;
 mod run_tests;
 mod sessions;
+mod stage;
 mod write;
