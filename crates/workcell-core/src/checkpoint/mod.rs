@@ -14,6 +14,7 @@
 //! threads, with a [`Cancel`] polled between files.
 
 pub mod diff;
+pub(crate) mod journal;
 pub mod rewind;
 pub mod scan;
 pub mod snapshot;

@@ -26,21 +26,21 @@
 //! host has provably exited.
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io::{Read as _, Write as _};
 use std::rc::Rc;
 
 use cap_std::fs::Dir;
-use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::fs::Mode;
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
 use crate::hash::Hasher;
-use crate::root::Identity;
 use crate::walk::Kind;
-use crate::write::{self, Temp};
+use crate::write::Temp;
 
 use super::diff::{self, Change, Changed};
+use super::journal::{changed, empty_but, io, open_child, Journal};
 use super::scan::{self, Stat, State};
 use super::store::{hex, unhex};
 use super::Checkpoints;
@@ -60,10 +60,6 @@ fn stale(expected: &str, now: &str) -> Error {
     Error::new(Code::TargetChanged, "the workspace changed since the diff was shown; nothing was rewound")
         .with_hint("call diff_checkpoint again, review the new diff, and rewind with its hash")
         .with_details(serde_json::json!({ "expectedHash": expected, "hash": now }))
-}
-
-fn changed(shown: &str) -> Error {
-    write::changed(shown, "target")
 }
 
 fn in_the_way(shown: &str, what: &str) -> Error {
@@ -93,79 +89,25 @@ pub(crate) fn rewind(cp: &Checkpoints, id: &str, expected: &str, cancel: &Cancel
     }
     cancel.check()?;
     cp.ws.check()?;
-    let mut tx = Tx { cp, dirs: HashMap::new(), log: Vec::new() };
+    let mut tx = Tx { cp, dirs: HashMap::new(), journal: Journal::default() };
     match tx.run(&changes, cancel) {
         Ok(()) => {
-            tx.commit();
+            tx.journal.commit();
             Ok(RewindOutput {
                 id: id.to_string(),
                 summary: diff::summary(id, manifest.summary.label.as_deref(), &changes, true),
                 files: diff::listed(&changes, true),
             })
         }
-        Err(err) => {
-            let failures = tx.undo();
-            if err.is_cancelled() && failures.is_empty() {
-                return Err(err);
-            }
-            let hint = err.hint.clone().unwrap_or_default();
-            let hint = if failures.is_empty() {
-                format!("{hint} (nothing was rewound: every path already changed was put back)")
-            } else {
-                format!("{hint} (putting back {} failed: check those paths)", failures.join(", "))
-            };
-            let mut details = err.details.clone().unwrap_or_else(|| serde_json::json!({}));
-            if let Some(o) = details.as_object_mut() {
-                o.insert("restored".into(), serde_json::json!(failures.is_empty()));
-                o.insert("notRestored".into(), serde_json::json!(failures));
-            }
-            Err(err.with_hint(hint).with_details(details))
-        }
+        Err(err) => Err(tx.journal.failed(err, "nothing was rewound")),
     }
-}
-
-enum Step {
-    /// A name renamed away onto `kept` (removed at the commit, renamed back on undo).
-    Away { dir: Rc<Dir>, name: OsString, kept: OsString, id: Identity, is_dir: bool, shown: String },
-    /// A restored file or link now at `name`.
-    Installed { dir: Rc<Dir>, name: OsString, id: Identity, shown: String },
-    /// A directory this rewind created.
-    MadeDir { dir: Rc<Dir>, name: OsString, id: Identity, shown: String },
 }
 
 struct Tx<'a> {
     cp: &'a Checkpoints,
     /// Directories opened so far, by workspace-relative path (`""` is the root).
     dirs: HashMap<Vec<u8>, Rc<Dir>>,
-    log: Vec<Step>,
-}
-
-fn open_child(parent: &Dir, name: &OsStr) -> std::io::Result<Dir> {
-    let fd = rustix::fs::openat(parent, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())?;
-    Ok(Dir::from_std_file(std::fs::File::from(fd)))
-}
-
-/// Whether the directory `name` in `dir` (not followed) has no entries but `ours` (the names
-/// this rewind moved files away to).
-fn is_empty_dir(dir: &Dir, name: &OsStr, ours: &[&OsStr]) -> std::io::Result<bool> {
-    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())?;
-    let mut entries = rustix::fs::Dir::new(fd)?;
-    while let Some(e) = entries.read() {
-        let e = e?;
-        let n = e.file_name().to_bytes();
-        if n != b"." && n != b".." && !ours.iter().any(|o| o.as_encoded_bytes() == n) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-fn rename_noreplace(dir: &Dir, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
-    rustix::fs::renameat_with(dir, from, dir, to, RenameFlags::NOREPLACE).map_err(Into::into)
-}
-
-fn io(shown: &str) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::from_io(&e, shown)
+    journal: Journal,
 }
 
 impl Tx<'_> {
@@ -186,7 +128,7 @@ impl Tx<'_> {
                 Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
                     rustix::fs::mkdirat(&*p, name, Mode::from_raw_mode(0o777)).map_err(|e| io(&shown)(e.into()))?;
                     let st = scan::lstat(&*p, name).map_err(io(&shown))?.ok_or_else(|| changed(&shown))?;
-                    self.log.push(Step::MadeDir { dir: p.clone(), name: name.to_os_string(), id: st.id(), shown: shown.clone() });
+                    self.journal.installed(&p, name, st.id(), true, &shown);
                     Rc::new(open_child(&p, name).map_err(|_| changed(&shown))?)
                 }
                 Err(e) if create && matches!(e.raw_os_error(), Some(libc::ENOTDIR) | Some(libc::ELOOP)) => {
@@ -200,28 +142,6 @@ impl Tx<'_> {
         Ok(d)
     }
 
-    /// Renames `name` in `dir` away onto a fresh staged name; its identity must be `id`.
-    fn away(&mut self, dir: &Rc<Dir>, name: &OsStr, id: Identity, is_dir: bool, shown: &str) -> Result<()> {
-        for _ in 0..16 {
-            let kept = OsString::from(write::temp_name());
-            match rename_noreplace(dir, name, &kept) {
-                Ok(()) => {
-                    let now = scan::lstat(&**dir, &kept).ok().flatten().map(|s| s.id());
-                    if now != Some(id) {
-                        let _ = rename_noreplace(dir, &kept, name);
-                        return Err(changed(shown));
-                    }
-                    self.log.push(Step::Away { dir: dir.clone(), name: name.to_os_string(), kept, id, is_dir, shown: shown.to_string() });
-                    return Ok(());
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Err(changed(shown)),
-                Err(e) => return Err(Error::from_io(&e, shown)),
-            }
-        }
-        Err(Error::from_io(&std::io::Error::from_raw_os_error(libc::EEXIST), shown))
-    }
-
     fn remove(&mut self, c: &Change, stat: &Stat, cancel: &Cancel) -> Result<()> {
         cancel.check()?;
         let shown = scan::shown(&c.path);
@@ -231,7 +151,7 @@ impl Tx<'_> {
         if now.as_ref() != Some(stat) {
             return Err(changed(&shown));
         }
-        self.away(&dir, name, stat.id(), false, &shown)
+        self.journal.away(&dir, name, stat.id(), false, &shown)
     }
 
     fn restore(&mut self, c: &Change, old: &State, cancel: &Cancel) -> Result<()> {
@@ -242,11 +162,11 @@ impl Tx<'_> {
         match scan::lstat(&*dir, name).map_err(io(&shown))? {
             None => {}
             Some(st) if st.kind() == Kind::Dir => {
-                let ours: Vec<&OsStr> = self.log.iter().filter_map(|s| if let Step::Away { kept, .. } = s { Some(kept.as_os_str()) } else { None }).collect();
-                if !is_empty_dir(&dir, name, &ours).map_err(io(&shown))? {
+                let ours = self.journal.kept(None);
+                if !open_child(&dir, name).and_then(|d| empty_but(&d, &ours)).map_err(io(&shown))? {
                     return Err(in_the_way(&shown, &format!("the directory {shown} holds files that are not recorded (ignored, excluded, or not regular files)")));
                 }
-                self.away(&dir, name, st.id(), true, &shown)?;
+                self.journal.away(&dir, name, st.id(), true, &shown)?;
                 let mut slash = c.path.clone();
                 slash.push(b'/');
                 self.dirs.retain(|k, _| k != &c.path && !k.starts_with(&slash));
@@ -256,7 +176,7 @@ impl Tx<'_> {
         }
         match old {
             State::File { mode, hash, .. } => self.install_file(&dir, name, &shown, *mode, hash, cancel),
-            State::Link { target } => self.install_link(&dir, name, &shown, target),
+            State::Link { target } => self.journal.install_link(&dir, name, &shown, target),
         }
     }
 
@@ -281,44 +201,7 @@ impl Tx<'_> {
                 .with_hint("the checkpoint store was damaged; create a new checkpoint, or report the problem to the user"));
         }
         rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode & 0o777)).map_err(|e| io(shown)(e.into()))?;
-        temp.file.sync_all().map_err(io(shown))?;
-        let tmp = temp.link().map_err(io(shown))?.to_os_string();
-        rename_noreplace(dir, &tmp, name).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EEXIST) {
-                changed(shown)
-            } else {
-                Error::from_io(&e, shown)
-            }
-        })?;
-        temp.installed = true;
-        self.log.push(Step::Installed { dir: dir.clone(), name: name.to_os_string(), id: temp.id, shown: shown.to_string() });
-        Ok(())
-    }
-
-    fn install_link(&mut self, dir: &Rc<Dir>, name: &OsStr, shown: &str, target: &[u8]) -> Result<()> {
-        use std::os::unix::ffi::OsStrExt as _;
-        let target = OsStr::from_bytes(target);
-        for _ in 0..16 {
-            let tmp = OsString::from(write::temp_name());
-            match rustix::fs::symlinkat(target, &**dir, &tmp) {
-                Ok(()) => {}
-                Err(rustix::io::Errno::EXIST) => continue,
-                Err(e) => return Err(io(shown)(e.into())),
-            }
-            let id = match scan::lstat(&**dir, &tmp) {
-                Ok(Some(st)) if st.kind() == Kind::Symlink => st.id(),
-                _ => return Err(changed(shown)),
-            };
-            if let Err(e) = rename_noreplace(dir, &tmp, name) {
-                if matches!(scan::lstat(&**dir, &tmp), Ok(Some(st)) if st.id() == id) {
-                    let _ = rustix::fs::unlinkat(&**dir, &tmp, AtFlags::empty());
-                }
-                return Err(if e.raw_os_error() == Some(libc::EEXIST) { changed(shown) } else { Error::from_io(&e, shown) });
-            }
-            self.log.push(Step::Installed { dir: dir.clone(), name: name.to_os_string(), id, shown: shown.to_string() });
-            return Ok(());
-        }
-        Err(Error::from_io(&std::io::Error::from_raw_os_error(libc::EEXIST), shown))
+        self.journal.install_temp(dir, name, shown, temp)
     }
 
     fn run(&mut self, changes: &[Change], cancel: &Cancel) -> Result<()> {
@@ -337,56 +220,5 @@ impl Tx<'_> {
             progress.message(|| format!("rewinding {total} paths: {} put back", i + 1));
         }
         Ok(())
-    }
-
-    /// Removes what was renamed away; fsyncs the directories changed.
-    fn commit(&mut self) {
-        let mut synced: Vec<*const Dir> = Vec::new();
-        for step in std::mem::take(&mut self.log) {
-            let dir = match &step {
-                Step::Away { dir, kept, id, is_dir, .. } => {
-                    if matches!(scan::lstat(&**dir, kept), Ok(Some(st)) if st.id() == *id) {
-                        let flags = if *is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
-                        let _ = rustix::fs::unlinkat(&**dir, kept, flags);
-                    }
-                    dir.clone()
-                }
-                Step::Installed { dir, .. } | Step::MadeDir { dir, .. } => dir.clone(),
-            };
-            let p = Rc::as_ptr(&dir);
-            if !synced.contains(&p) {
-                let _ = write::fsync_dir(&*dir);
-                synced.push(p);
-            }
-        }
-    }
-
-    /// Undoes the steps done, in reverse; the paths that could not be put back.
-    fn undo(&mut self) -> Vec<String> {
-        let mut failures = Vec::new();
-        for step in std::mem::take(&mut self.log).into_iter().rev() {
-            match step {
-                Step::Installed { dir, name, id, shown } => {
-                    let ok = matches!(scan::lstat(&*dir, &name), Ok(Some(st)) if st.id() == id)
-                        && rustix::fs::unlinkat(&*dir, &name, AtFlags::empty()).is_ok();
-                    if !ok {
-                        failures.push(shown);
-                    }
-                }
-                Step::MadeDir { dir, name, id, shown } => {
-                    let ok = matches!(scan::lstat(&*dir, &name), Ok(Some(st)) if st.id() == id)
-                        && rustix::fs::unlinkat(&*dir, &name, AtFlags::REMOVEDIR).is_ok();
-                    if !ok {
-                        failures.push(shown);
-                    }
-                }
-                Step::Away { dir, name, kept, shown, .. } => {
-                    if rename_noreplace(&dir, &kept, &name).is_err() {
-                        failures.push(format!("{shown} (it is kept as {})", kept.to_string_lossy()));
-                    }
-                }
-            }
-        }
-        failures
     }
 }

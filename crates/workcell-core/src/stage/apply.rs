@@ -21,51 +21,30 @@
 //! steps done are undone in reverse.
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io::{Read as _, Write as _};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
 use cap_std::fs::Dir;
-use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 use crate::cancel::Cancel;
+use crate::checkpoint::journal::{changed, empty_but, io, open_child, Journal};
 use crate::checkpoint::scan::{self, Stat};
 use crate::error::{Code, Error, Result};
 use crate::hash::Hasher;
-use crate::root::{Identity, Workspace};
+use crate::root::Workspace;
 use crate::walk::Kind;
-use crate::write::{self, Temp};
+use crate::write::Temp;
 
 use super::collect::{Change, Node};
-
-enum Step {
-    Away { dir: Rc<Dir>, name: OsString, kept: OsString, id: Identity, is_dir: bool, shown: String },
-    Installed { dir: Rc<Dir>, name: OsString, id: Identity, is_dir: bool, shown: String },
-}
 
 struct Tx<'a> {
     ws: &'a Workspace,
     upper: &'a OwnedFd,
     dirs: HashMap<Vec<u8>, Rc<Dir>>,
-    log: Vec<Step>,
-}
-
-fn changed(shown: &str) -> Error {
-    write::changed(shown, "target")
-}
-
-fn io(shown: &str) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::from_io(&e, shown)
-}
-
-fn open_child(parent: &Dir, name: &OsStr) -> std::io::Result<Dir> {
-    let fd = rustix::fs::openat(parent, name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())?;
-    Ok(Dir::from_std_file(std::fs::File::from(fd)))
-}
-
-fn rename_noreplace(dir: &Dir, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
-    rustix::fs::renameat_with(dir, from, dir, to, RenameFlags::NOREPLACE).map_err(Into::into)
+    journal: Journal,
 }
 
 /// The permission bits of the staged directory at `rel` (0755 when it cannot be read).
@@ -76,20 +55,6 @@ fn staged_dir_mode(upper: &OwnedFd, rel: &[u8]) -> u32 {
         Ok(st) => st.st_mode & 0o7777,
         Err(_) => 0o755,
     }
-}
-
-/// Whether `dir` holds nothing but `ours`.
-fn empty_but(dir: &Dir, ours: &[&OsStr]) -> std::io::Result<bool> {
-    let fd = rustix::fs::openat(dir, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-    let mut entries = rustix::fs::Dir::new(fd)?;
-    while let Some(e) = entries.read() {
-        let e = e?;
-        let n = e.file_name().to_bytes();
-        if n != b"." && n != b".." && !ours.iter().any(|o| o.as_encoded_bytes() == n) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 impl Tx<'_> {
@@ -125,30 +90,9 @@ impl Tx<'_> {
             }
         })?;
         let st = scan::lstat(&**p, name).map_err(io(shown))?.ok_or_else(|| changed(shown))?;
-        self.log.push(Step::Installed { dir: p.clone(), name: name.to_os_string(), id: st.id(), is_dir: true, shown: shown.to_string() });
+        self.journal.installed(p, name, st.id(), true, shown);
         rustix::fs::chmodat(&**p, name, Mode::from_raw_mode(staged_dir_mode(self.upper, rel)), AtFlags::empty()).map_err(|e| io(shown)(e.into()))?;
         Ok(())
-    }
-
-    fn away(&mut self, dir: &Rc<Dir>, name: &OsStr, id: Identity, is_dir: bool, shown: &str) -> Result<()> {
-        for _ in 0..16 {
-            let kept = OsString::from(write::temp_name());
-            match rename_noreplace(dir, name, &kept) {
-                Ok(()) => {
-                    let now = scan::lstat(&**dir, &kept).ok().flatten().map(|s| s.id());
-                    if now != Some(id) {
-                        let _ = rename_noreplace(dir, &kept, name);
-                        return Err(changed(shown));
-                    }
-                    self.log.push(Step::Away { dir: dir.clone(), name: name.to_os_string(), kept, id, is_dir, shown: shown.to_string() });
-                    return Ok(());
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Err(changed(shown)),
-                Err(e) => return Err(Error::from_io(&e, shown)),
-            }
-        }
-        Err(Error::from_io(&std::io::Error::from_raw_os_error(libc::EEXIST), shown))
     }
 
     fn remove(&mut self, c: &Change, before: &Stat, cancel: &Cancel) -> Result<()> {
@@ -163,21 +107,14 @@ impl Tx<'_> {
                 return Err(changed(&shown));
             }
             let inner = self.dir(&c.path, false)?;
-            let ours: Vec<&OsStr> = self
-                .log
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Away { dir, kept, .. } if Rc::ptr_eq(dir, &inner) => Some(kept.as_os_str()),
-                    _ => None,
-                })
-                .collect();
+            let ours = self.journal.kept(Some(&inner));
             if !empty_but(&inner, &ours).map_err(io(&shown))? {
                 return Err(changed(&shown));
             }
         } else if now != *before {
             return Err(changed(&shown));
         }
-        self.away(&dir, name, before.id(), is_dir, &shown)
+        self.journal.away(&dir, name, before.id(), is_dir, &shown)
     }
 
     fn install(&mut self, c: &Change, after: &Node, cancel: &Cancel) -> Result<()> {
@@ -190,7 +127,7 @@ impl Tx<'_> {
         }
         match after {
             Node::File { mode, hash, .. } => self.install_file(&dir, name, &c.path, &shown, *mode, hash, cancel),
-            Node::Link { target } => self.install_link(&dir, name, &shown, target),
+            Node::Link { target } => self.journal.install_link(&dir, name, &shown, target),
             Node::Dir { .. } => self.make_dir(&dir, name, &c.path, &shown),
             Node::Other { kind } => Err(not_regular(&shown, kind)),
         }
@@ -218,38 +155,7 @@ impl Tx<'_> {
             return Err(staged_lost(shown));
         }
         rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| io(shown)(e.into()))?;
-        temp.file.sync_all().map_err(io(shown))?;
-        let tmp = temp.link().map_err(io(shown))?.to_os_string();
-        rename_noreplace(dir, &tmp, name).map_err(|e| if e.raw_os_error() == Some(libc::EEXIST) { changed(shown) } else { Error::from_io(&e, shown) })?;
-        temp.installed = true;
-        self.log.push(Step::Installed { dir: dir.clone(), name: name.to_os_string(), id: temp.id, is_dir: false, shown: shown.to_string() });
-        Ok(())
-    }
-
-    fn install_link(&mut self, dir: &Rc<Dir>, name: &OsStr, shown: &str, target: &[u8]) -> Result<()> {
-        use std::os::unix::ffi::OsStrExt as _;
-        let target = OsStr::from_bytes(target);
-        for _ in 0..16 {
-            let tmp = OsString::from(write::temp_name());
-            match rustix::fs::symlinkat(target, &**dir, &tmp) {
-                Ok(()) => {}
-                Err(rustix::io::Errno::EXIST) => continue,
-                Err(e) => return Err(io(shown)(e.into())),
-            }
-            let id = match scan::lstat(&**dir, &tmp) {
-                Ok(Some(st)) if st.kind() == Kind::Symlink => st.id(),
-                _ => return Err(changed(shown)),
-            };
-            if let Err(e) = rename_noreplace(dir, &tmp, name) {
-                if matches!(scan::lstat(&**dir, &tmp), Ok(Some(st)) if st.id() == id) {
-                    let _ = rustix::fs::unlinkat(&**dir, &tmp, AtFlags::empty());
-                }
-                return Err(if e.raw_os_error() == Some(libc::EEXIST) { changed(shown) } else { Error::from_io(&e, shown) });
-            }
-            self.log.push(Step::Installed { dir: dir.clone(), name: name.to_os_string(), id, is_dir: false, shown: shown.to_string() });
-            return Ok(());
-        }
-        Err(Error::from_io(&std::io::Error::from_raw_os_error(libc::EEXIST), shown))
+        self.journal.install_temp(dir, name, shown, temp)
     }
 
     fn run(&mut self, changes: &[Change], cancel: &Cancel) -> Result<()> {
@@ -264,48 +170,6 @@ impl Tx<'_> {
             }
         }
         Ok(())
-    }
-
-    fn commit(&mut self) {
-        let mut synced: Vec<*const Dir> = Vec::new();
-        for step in std::mem::take(&mut self.log) {
-            let dir = match &step {
-                Step::Away { dir, kept, id, is_dir, .. } => {
-                    if matches!(scan::lstat(&**dir, kept), Ok(Some(st)) if st.id() == *id) {
-                        let flags = if *is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
-                        let _ = rustix::fs::unlinkat(&**dir, kept, flags);
-                    }
-                    dir.clone()
-                }
-                Step::Installed { dir, .. } => dir.clone(),
-            };
-            let p = Rc::as_ptr(&dir);
-            if !synced.contains(&p) {
-                let _ = write::fsync_dir(&*dir);
-                synced.push(p);
-            }
-        }
-    }
-
-    fn undo(&mut self) -> Vec<String> {
-        let mut failures = Vec::new();
-        for step in std::mem::take(&mut self.log).into_iter().rev() {
-            match step {
-                Step::Installed { dir, name, id, is_dir, shown } => {
-                    let flags = if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
-                    let ok = matches!(scan::lstat(&*dir, &name), Ok(Some(st)) if st.id() == id) && rustix::fs::unlinkat(&*dir, &name, flags).is_ok();
-                    if !ok {
-                        failures.push(shown);
-                    }
-                }
-                Step::Away { dir, name, kept, shown, .. } => {
-                    if rename_noreplace(&dir, &kept, &name).is_err() {
-                        failures.push(format!("{shown} (it is kept as {})", kept.to_string_lossy()));
-                    }
-                }
-            }
-        }
-        failures
     }
 }
 
@@ -334,29 +198,12 @@ pub(crate) fn apply(ws: &Workspace, upper: &OwnedFd, changes: &[Change], guard: 
         }
     }
     ws.check()?;
-    let mut tx = Tx { ws, upper, dirs: HashMap::new(), log: Vec::new() };
+    let mut tx = Tx { ws, upper, dirs: HashMap::new(), journal: Journal::default() };
     match tx.run(changes, cancel) {
         Ok(()) => {
-            tx.commit();
+            tx.journal.commit();
             Ok(())
         }
-        Err(err) => {
-            let failures = tx.undo();
-            if err.is_cancelled() && failures.is_empty() {
-                return Err(err);
-            }
-            let hint = err.hint.clone().unwrap_or_default();
-            let hint = if failures.is_empty() {
-                format!("{hint} (nothing was applied: every path already changed was put back)")
-            } else {
-                format!("{hint} (putting back {} failed: check those paths)", failures.join(", "))
-            };
-            let mut details = err.details.clone().unwrap_or_else(|| serde_json::json!({}));
-            if let Some(o) = details.as_object_mut() {
-                o.insert("restored".into(), serde_json::json!(failures.is_empty()));
-                o.insert("notRestored".into(), serde_json::json!(failures));
-            }
-            Err(err.with_hint(hint).with_details(details))
-        }
+        Err(err) => Err(tx.journal.failed(err, "nothing was applied")),
     }
 }
