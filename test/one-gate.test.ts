@@ -34,6 +34,8 @@ const CALLS: Record<string, unknown> = {
   list_checkpoints: {},
   diff_checkpoint: { id: "c1" },
   rewind_checkpoint: { id: "c1", expectedHash: "h" },
+  apply_staged: { id: "s1", expectedHash: "h" },
+  discard_staged: { id: "s1" },
 };
 
 describe("one gate for every call of every tool", () => {

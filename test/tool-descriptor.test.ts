@@ -42,6 +42,8 @@ describe("tool descriptor", () => {
       write_process: "process",
       stop_process: "process",
       list_processes: "read",
+      apply_staged: "write",
+      discard_staged: "read",
     });
     expect(effectOf({})).toBe("process");
     expect(effectOf({ effect: "bogus" as never })).toBe("process");

@@ -31,6 +31,7 @@ export type CheckpointTool =
 
 /** The options of the checkpoint tools. */
 export interface CheckpointToolsOptions extends ApprovalOptions {
+  /** Which description each tool gives the model: "compact" (default) or "full". */
   descriptions?: DescriptionStyle;
   /** The checkpoints' own options (store, bounds, exclude, protect). */
   checkpoints?: CheckpointsOptions;

@@ -275,6 +275,10 @@ export function createStagedTools(set: StageSet, options: ApprovalOptions & { de
     } as ApplyStagedTool,
     gate.hooks("apply_staged", spec),
   );
+  const checkDiscard = (input: unknown): DiscardStagedInput => {
+    checkSchema(discardParameters, input);
+    return { id: (input as DiscardStagedInput).id };
+  };
   // Dropping a change changes nothing in the workspace: a reading tool (audited, never asked).
   const discard = gateReadTool<DiscardStagedInput, DiscardStagedOutput, DiscardStagedTool>(
     {
@@ -286,11 +290,10 @@ export function createStagedTools(set: StageSet, options: ApprovalOptions & { de
         : "Drop a staged run's change (staged.id): nothing of it is applied or kept.",
       parameters: discardParameters,
       outputSchema: TOOL_SCHEMAS.discard_staged.output,
-      validate(input: unknown): DiscardStagedInput {
-        checkSchema(discardParameters, input);
-        return { id: (input as DiscardStagedInput).id };
-      },
-      execute: async (input: DiscardStagedInput) => set.discard(input.id),
+      validate: checkDiscard,
+      // A host may call execute without validate: the input is checked here too, so a wrong
+      // type is TOOL_ARGUMENTS_INVALID, never a conversion error of the binding.
+      execute: async (input: DiscardStagedInput) => set.discard(checkDiscard(input).id),
     } as DiscardStagedTool,
     gate,
     () => [],
