@@ -15,7 +15,9 @@ use std::rc::Rc;
 use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 
+use crate::cancel::Cancel;
 use crate::error::{Error, Result};
+use crate::hash::Hasher;
 use crate::root::Identity;
 use crate::walk::Kind;
 use crate::write::{self, Temp};
@@ -66,6 +68,25 @@ pub(crate) fn empty_but(dir: &Dir, ours: &[&OsStr]) -> std::io::Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// Copies `src` into `temp` in pieces (cancellable between them); the content's SHA-256, in hex.
+pub(crate) fn copy_hashed(src: &mut impl std::io::Read, temp: &mut Temp, shown: &str, cancel: &Cancel) -> Result<String> {
+    use std::io::Write as _;
+    let mut hasher = Hasher::new();
+    let mut buf = vec![0u8; 128 * 1024];
+    loop {
+        cancel.check()?;
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::from_io(&e, shown)),
+        };
+        hasher.update(&buf[..n]);
+        temp.file.write_all(&buf[..n]).map_err(io(shown))?;
+    }
+    Ok(hasher.finish())
 }
 
 impl Journal {

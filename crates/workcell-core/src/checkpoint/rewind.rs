@@ -27,7 +27,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::io::{Read as _, Write as _};
 use std::rc::Rc;
 
 use cap_std::fs::Dir;
@@ -35,12 +34,11 @@ use rustix::fs::Mode;
 
 use crate::cancel::Cancel;
 use crate::error::{Code, Error, Result};
-use crate::hash::Hasher;
 use crate::walk::Kind;
 use crate::write::Temp;
 
 use super::diff::{self, Change, Changed};
-use super::journal::{changed, empty_but, io, open_child, Journal};
+use super::journal::{changed, copy_hashed, empty_but, io, open_child, Journal};
 use super::scan::{self, Stat, State};
 use super::store::{hex, unhex};
 use super::Checkpoints;
@@ -183,20 +181,8 @@ impl Tx<'_> {
     fn install_file(&mut self, dir: &Rc<Dir>, name: &OsStr, shown: &str, mode: u32, hash: &[u8; 32], cancel: &Cancel) -> Result<()> {
         let mut temp = Temp::create(dir, shown)?;
         let mut src = self.cp.store.open_object(hash)?;
-        let mut hasher = Hasher::new();
-        let mut buf = vec![0u8; 128 * 1024];
-        loop {
-            cancel.check()?;
-            let n = match src.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::from_io(&e, shown)),
-            };
-            hasher.update(&buf[..n]);
-            temp.file.write_all(&buf[..n]).map_err(io(shown))?;
-        }
-        if unhex(&hasher.finish()).as_ref() != Some(hash) {
+        let written = copy_hashed(&mut src, &mut temp, shown, cancel)?;
+        if unhex(&written).as_ref() != Some(hash) {
             return Err(Error::new(Code::IoError, format!("the stored content of {shown} is damaged"))
                 .with_hint("the checkpoint store was damaged; create a new checkpoint, or report the problem to the user"));
         }

@@ -22,7 +22,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::io::{Read as _, Write as _};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 
@@ -30,10 +29,9 @@ use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use crate::cancel::Cancel;
-use crate::checkpoint::journal::{changed, empty_but, io, open_child, Journal};
+use crate::checkpoint::journal::{changed, copy_hashed, empty_but, io, open_child, Journal};
 use crate::checkpoint::scan::{self, Stat};
 use crate::error::{Code, Error, Result};
-use crate::hash::Hasher;
 use crate::root::Workspace;
 use crate::walk::Kind;
 use crate::write::Temp;
@@ -138,20 +136,8 @@ impl Tx<'_> {
         let upper = rustix::fs::openat(self.upper, "upper", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| io(shown)(e.into()))?;
         let mut src = super::render::open_beneath(&upper, path).ok_or_else(|| staged_lost(shown))?;
         let mut temp = Temp::create(dir, shown)?;
-        let mut hasher = Hasher::new();
-        let mut buf = vec![0u8; 128 * 1024];
-        loop {
-            cancel.check()?;
-            let n = match src.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::from_io(&e, shown)),
-            };
-            hasher.update(&buf[..n]);
-            temp.file.write_all(&buf[..n]).map_err(io(shown))?;
-        }
-        if hasher.finish() != hash {
+        let written = copy_hashed(&mut src, &mut temp, shown, cancel)?;
+        if written != hash {
             return Err(staged_lost(shown));
         }
         rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(mode & 0o7777)).map_err(|e| io(shown)(e.into()))?;
