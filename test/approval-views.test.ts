@@ -7,7 +7,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { closeTools, createApplyPatchTool, createCodingTools, createNodeProcessTool, createProcessTools, createWriteTool, type ApprovalRequest, type AuditEvent } from "../dist/index.js";
-import { ctx, rejection, tempWorkspace } from "./helpers.js";
+import { ctx, mcpApprover, rejection, tempWorkspace } from "./helpers.js";
 import { aliveWith, marker, withScratch } from "./process-helpers.js";
 
 async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<boolean> {
@@ -17,21 +17,6 @@ async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Prom
     await new Promise((r) => setTimeout(r, 25));
   }
   return check();
-}
-
-/** An MCP approver attached to a stand-in server whose client can elicit; `asked` holds the messages. */
-async function mcpApprover() {
-  const { createMcpApprover } = await import("workcell/mcp");
-  const approver = createMcpApprover();
-  const asked: string[] = [];
-  approver.attach({
-    getClientCapabilities: () => ({ elicitation: {} }),
-    elicitInput: async (params: { message: string }) => {
-      asked.push(params.message);
-      return { action: "accept", content: { approve: true } };
-    },
-  } as never);
-  return { approve: approver.approve, asked };
 }
 
 /** The attack patch: long additions first, then a one-line change of src/auth.js. */

@@ -8,24 +8,9 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { createCheckpoints, createCodingTools, type ApprovalRequest, type Progress } from "../dist/index.js";
-import { ctx, rejection, tempWorkspace } from "./helpers.js";
+import { ctx, mcpApprover, rejection, tempWorkspace } from "./helpers.js";
 
 const AUTH = "export function allowed(token) {\n  return check(token);\n}\n";
-
-/** An MCP approver attached to a stand-in server whose client can elicit; `asked` holds the messages. */
-async function mcpApprover() {
-  const { createMcpApprover } = await import("workcell/mcp");
-  const approver = createMcpApprover();
-  const asked: string[] = [];
-  approver.attach({
-    getClientCapabilities: () => ({ elicitation: {} }),
-    elicitInput: async (params: { message: string }) => {
-      asked.push(params.message);
-      return { action: "accept", content: { approve: true } };
-    },
-  } as never);
-  return { approve: approver.approve, asked };
-}
 
 /** A workspace with src/auth.js, a checkpoint of it, then `pad` large additions and a one-line change. */
 async function changedSinceCheckpoint(pad: number) {

@@ -111,3 +111,18 @@ export function waitingTool(): { tool: Tool<string, unknown, unknown>; running: 
     },
   };
 }
+
+/** An MCP approver attached to a stand-in server whose client can elicit; `asked` holds the messages. */
+export async function mcpApprover() {
+  const { createMcpApprover } = await import("workcell/mcp");
+  const approver = createMcpApprover();
+  const asked: string[] = [];
+  approver.attach({
+    getClientCapabilities: () => ({ elicitation: {} }),
+    elicitInput: async (params: { message: string }) => {
+      asked.push(params.message);
+      return { action: "accept", content: { approve: true } };
+    },
+  } as never);
+  return { approve: approver.approve, asked };
+}
