@@ -24,7 +24,6 @@ use crate::hash::Hasher;
 use crate::walk::Kind;
 
 use super::scan::{self, Record, Stat, State};
-use super::statcache::StatCache;
 use super::store::{escape, hex, Manifest};
 use super::{Checkpoints, MAX_DIFF_BYTES, MAX_RECORDS};
 
@@ -103,36 +102,28 @@ pub(crate) struct Change {
 
 /// The workspace now: every path the walk records, sorted by path bytes.
 fn scan_now(cp: &Checkpoints, cancel: &Cancel) -> Result<Vec<(Vec<u8>, State, Stat)>> {
-    let cache = StatCache::load(&cp.store);
+    let cache = cp.stat_cache(false);
     let mut out: Vec<(Vec<u8>, State, Stat)> = Vec::new();
     let mut buf = vec![0u8; 128 * 1024];
-    scan::walk(&cp.ws, &cp.rules, cancel, "compared", &mut |seen| {
+    scan::survey(&cp.ws, &cp.rules, cancel, "compared", &cache, cp.max_file_bytes, &mut |found| {
         if out.len() >= MAX_RECORDS {
             return Err(Error::new(crate::error::Code::FileTooLarge, format!("the workspace has more than {MAX_RECORDS} files and symlinks"))
                 .with_hint("exclude generated or vendored trees (the exclude option, or .gitignore)"));
         }
-        let path = seen.rel.as_os_str().as_encoded_bytes().to_vec();
-        let shown = || scan::shown(&path);
-        match seen.kind {
+        match found.kind {
             Kind::Symlink => {
-                let Ok(Some(stat)) = scan::lstat(&seen.dir.fd(), seen.name) else { return Ok(()) };
-                if stat.kind() != Kind::Symlink {
-                    return Ok(());
-                }
-                if let Ok(t) = seen.dir.read_link(seen.name) {
-                    out.push((path, State::Link { target: t.into_encoded_bytes() }, stat));
+                let Some(stat) = found.stat.filter(|s| s.kind() == Kind::Symlink) else { return Ok(()) };
+                if let Ok(t) = found.dir.read_link(found.name()) {
+                    out.push((found.path, State::Link { target: t.into_encoded_bytes() }, stat));
                 }
             }
             Kind::File => {
-                if let Ok(Some(st)) = scan::lstat(&seen.dir.fd(), seen.name) {
-                    if st.kind() == Kind::File && st.size <= cp.max_file_bytes {
-                        if let Some(hash) = cache.lookup(&path, &st) {
-                            out.push((path, State::File { mode: st.mode & 0o777, size: st.size, hash }, st));
-                            return Ok(());
-                        }
-                    }
+                if let (Some(hash), Some(st)) = (found.cached, found.stat) {
+                    out.push((found.path, State::File { mode: st.mode & 0o777, size: st.size, hash }, st));
+                    return Ok(());
                 }
-                let (mut file, _) = match seen.dir.open_regular(seen.name) {
+                let shown = || scan::shown(&found.path);
+                let (mut file, _) = match found.dir.open_regular(found.name()) {
                     Ok(Ok(f)) => f,
                     Ok(Err(_)) => return Ok(()),
                     Err(e) if crate::walk::is_swapped(&e) => return Ok(()),
@@ -142,7 +133,7 @@ fn scan_now(cp: &Checkpoints, cancel: &Cancel) -> Result<Vec<(Vec<u8>, State, St
                 let mode = stat.mode & 0o777;
                 let hash = if stat.size > cp.max_file_bytes {
                     UNREAD
-                } else if let Some(h) = cache.lookup(&path, &stat) {
+                } else if let Some(h) = cache.lookup(&found.path, &stat) {
                     h
                 } else {
                     let mut hasher = Hasher::new();
@@ -157,13 +148,14 @@ fn scan_now(cp: &Checkpoints, cancel: &Cancel) -> Result<Vec<(Vec<u8>, State, St
                     }
                     super::store::unhex(&hasher.finish()).expect("64 hex digits")
                 };
-                out.push((path, State::File { mode, size: stat.size, hash }, stat));
+                out.push((found.path, State::File { mode, size: stat.size, hash }, stat));
             }
             _ => {}
         }
         Ok(())
     })?;
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    cp.keep_stat_cache(cache);
     Ok(out)
 }
 

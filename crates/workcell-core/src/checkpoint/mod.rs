@@ -75,6 +75,8 @@ pub struct Checkpoints {
     pub(crate) max_bytes: u64,
     pub(crate) max_file_bytes: u64,
     pub(crate) guard: Guard,
+    /// The stat cache this process last read or wrote (see [`statcache`]).
+    stat_cache: std::sync::Mutex<Option<Arc<statcache::StatCache>>>,
 }
 
 /// A host's misconfiguration: the option path and what is wrong (a `TypeError` in JS).
@@ -125,7 +127,22 @@ impl Checkpoints {
         if inside(store.path(), ws.canonical()) {
             return Err(config("storeDir", format!("{} leads inside the workspace; choose a directory outside it", dir.display())));
         }
-        Ok(Checkpoints { ws, store, rules, max_bytes: opts.max_bytes, max_file_bytes: opts.max_file_bytes, guard })
+        Ok(Checkpoints { ws, store, rules, max_bytes: opts.max_bytes, max_file_bytes: opts.max_file_bytes, guard, stat_cache: Default::default() })
+    }
+
+    /// The store's stat cache (the caller holds the store's lock): the one kept in memory while
+    /// the file on disk is still the one it mirrors, else read again. Taken out of the process's
+    /// keeping (`create` changes it, then [`Checkpoints::keep_stat_cache`]) or shared.
+    pub(crate) fn stat_cache(&self, take: bool) -> Arc<statcache::StatCache> {
+        let mut kept = self.stat_cache.lock().unwrap_or_else(|e| e.into_inner());
+        let k = if take { kept.take() } else { kept.clone() };
+        drop(kept);
+        statcache::StatCache::load(&self.store, k)
+    }
+
+    /// Keeps `cache` in memory for the next checkpoint or diff of this process.
+    pub(crate) fn keep_stat_cache(&self, cache: Arc<statcache::StatCache>) {
+        *self.stat_cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(cache);
     }
 
     pub fn workspace(&self) -> &Arc<Workspace> {

@@ -100,118 +100,56 @@ fn too_many() -> Error {
         .with_details(serde_json::json!({ "limit": MAX_RECORDS }))
 }
 
-/// Entries whose `lstat` is taken together (in parallel, as git's preloaded index does), then
-/// recorded in walk order. Bounds the directories held open meanwhile.
-const BATCH: usize = 2048;
-/// Most threads taking `lstat`s.
-const MAX_STAT_THREADS: usize = 8;
-/// Most directories a batch holds open (each pending entry keeps its directory's descriptor).
-const BATCH_DIRS: usize = 128;
-
-/// One entry the walk found, waiting for its `lstat`.
-struct Pending {
-    dir: std::sync::Arc<crate::walk::DirHandle>,
-    name: std::ffi::OsString,
-    path: Vec<u8>,
-    kind: Kind,
-    stat: Option<Stat>,
-}
-
 /// What `create` builds while it walks.
 struct Recorder<'a> {
     cp: &'a Checkpoints,
     cancel: &'a Cancel,
-    cache: StatCache,
-    next_cache: StatCache,
     records: Vec<Record>,
     not_kept: Vec<(Vec<u8>, u64)>,
     stats: CreateStats,
     batch: Batch,
-    pending: Vec<Pending>,
-    /// Directories the pending entries hold open.
-    pending_dirs: usize,
-    threads: usize,
+    /// The next stat cache, in walk order: every file the cache vouched for, and every file
+    /// read whose stat did not move while it was read.
+    next: StatCache,
+    /// The copy buffer, one for the whole walk.
+    buf: Vec<u8>,
 }
 
 impl Recorder<'_> {
-    fn push(&mut self, seen: scan::Seen<'_>) -> Result<()> {
-        if self.records.len() + self.pending.len() >= MAX_RECORDS {
+    fn record(&mut self, f: scan::Found) -> Result<()> {
+        if self.records.len() >= MAX_RECORDS {
             return Err(too_many());
         }
-        let path = seen.rel.as_os_str().as_encoded_bytes().to_vec();
-        // The walk yields a directory's entries together: a new directory is a new descriptor.
-        if self.pending.last().is_none_or(|p| !std::sync::Arc::ptr_eq(&p.dir, seen.dir)) {
-            self.pending_dirs += 1;
-        }
-        self.pending.push(Pending { dir: seen.dir.clone(), name: seen.name.to_os_string(), path, kind: seen.kind, stat: None });
-        if self.pending.len() >= BATCH || self.pending_dirs >= BATCH_DIRS {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Takes the pending files' `lstat`s (several threads for a large batch), then records
-    /// every pending entry in walk order.
-    fn flush(&mut self) -> Result<()> {
-        let mut pending = std::mem::take(&mut self.pending);
-        self.pending_dirs = 0;
-        let stat_all = |items: &mut [Pending]| {
-            for p in items.iter_mut().filter(|p| p.kind == Kind::File) {
-                p.stat = scan::lstat(&p.dir.fd(), &p.name).ok().flatten();
-            }
-        };
-        let threads = self.threads.min(pending.len() / 256).max(1);
-        if threads > 1 {
-            let chunk = pending.len().div_ceil(threads);
-            std::thread::scope(|s| {
-                for part in pending.chunks_mut(chunk) {
-                    s.spawn(move || stat_all(part));
-                }
-            });
-        } else {
-            stat_all(&mut pending);
-        }
-        for p in pending.drain(..) {
-            self.cancel.check()?;
-            self.record(p)?;
-        }
-        self.pending = pending;
-        Ok(())
-    }
-
-    fn record(&mut self, p: Pending) -> Result<()> {
-        let Pending { dir, name, path, kind, stat } = p;
         let max_file = self.cp.max_file_bytes;
-        match kind {
+        match f.kind {
             Kind::Symlink => {
                 // Gone or no longer a link since readdir: not recorded.
-                if let Ok(t) = dir.read_link(&name) {
-                    self.records.push(Record { path, state: State::Link { target: t.into_encoded_bytes() } });
+                if let Ok(t) = f.dir.read_link(f.name()) {
+                    self.records.push(Record { path: f.path, state: State::Link { target: t.into_encoded_bytes() } });
                 }
             }
             Kind::File => {
                 // A file the stat cache vouches for is not even opened (an lstat, as git's).
-                if let Some(st) = stat.filter(|st| st.kind() == Kind::File && st.size <= max_file) {
-                    if let Some((key, hash)) = self.cache.take(&path, &st) {
-                        self.stats.cached += 1;
-                        self.next_cache.insert(key, st, hash);
-                        self.records.push(Record { path, state: State::File { mode: st.mode & 0o777, size: st.size, hash } });
-                        return Ok(());
-                    }
+                if let (Some(hash), Some(st)) = (f.cached, f.stat) {
+                    self.stats.cached += 1;
+                    self.next.push(&f.path, st, hash);
+                    self.records.push(Record { path: f.path, state: State::File { mode: st.mode & 0o777, size: st.size, hash } });
+                    return Ok(());
                 }
-                let (mut file, _) = match dir.open_regular(&name) {
-                    Ok(Ok(f)) => f,
+                let (mut file, _) = match f.dir.open_regular(f.name()) {
+                    Ok(Ok(file)) => file,
                     Ok(Err(_)) => return Ok(()),
                     Err(e) if crate::walk::is_swapped(&e) => return Ok(()),
-                    Err(e) => return Err(Error::from_io(&e, &scan::shown(&path))),
+                    Err(e) => return Err(Error::from_io(&e, &scan::shown(&f.path))),
                 };
+                let path = f.path;
                 let before = Stat::of(&rustix::fs::fstat(&file).map_err(|e| Error::from_io(&e.into(), &scan::shown(&path)))?);
                 if before.size > max_file {
                     self.not_kept.push((path, before.size));
                     return Ok(());
                 }
                 let mode = before.mode & 0o777;
-                let (hash, size, added) = self.cp.store.put(&mut self.batch, &mut file, max_file + 1, self.cancel)?;
+                let (hash, size, added) = self.cp.store.put(&mut self.batch, &mut file, max_file + 1, &mut self.buf, self.cancel)?;
                 self.stats.read += 1;
                 self.stats.new_bytes += added;
                 if size > max_file {
@@ -221,7 +159,7 @@ impl Recorder<'_> {
                 }
                 let after = rustix::fs::fstat(&file).map(|s| Stat::of(&s));
                 if after.as_ref().is_ok_and(|a| *a == before) && size == before.size {
-                    self.next_cache.insert(path.clone(), before, hash);
+                    self.next.push(&path, before, hash);
                 }
                 self.records.push(Record { path, state: State::File { mode, size, hash } });
             }
@@ -245,28 +183,23 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
     // counting: its first checkpoint's usage is its own new bytes, without a collection.
     let first = !must_collect && cp.store.ids()?.is_empty();
     let started = fs_now(&cp.ws);
-    let cache = StatCache::load(&cp.store);
-    let cached_before = cache.len() as u64;
+    let cache = cp.stat_cache(true);
     let mut rec = Recorder {
         cp,
         cancel,
-        cache,
-        next_cache: StatCache::new(),
         records: Vec::new(),
         not_kept: Vec::new(),
         stats: CreateStats::default(),
         batch: Batch::default(),
-        pending: Vec::with_capacity(BATCH),
-        pending_dirs: 0,
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_STAT_THREADS),
+        next: StatCache::with_capacity(cache.len() + 64, 0),
+        buf: Vec::new(),
     };
     clock.lap(&mut rec.stats, "lock, cache load");
-    let walked = scan::walk(&cp.ws, &cp.rules, cancel, "recorded", &mut |seen| rec.push(seen))
-        .and_then(|()| rec.flush())
-        .and_then(|()| cancel.check());
-    let Recorder { next_cache, cache, mut records, mut not_kept, mut stats, batch, .. } = rec;
+    let walked = scan::survey(&cp.ws, &cp.rules, cancel, "recorded", &cache, cp.max_file_bytes, &mut |f| rec.record(f)).and_then(|()| cancel.check());
+    let Recorder { mut records, mut not_kept, mut stats, batch, next, .. } = rec;
     if let Err(e) = walked {
         cp.store.discard(batch);
+        cp.keep_stat_cache(cache);
         return Err(e);
     }
     clock.lap(&mut stats, "walk");
@@ -285,6 +218,7 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
         Ok(t) => t,
         Err(e) => {
             cp.store.discard(batch);
+            cp.keep_stat_cache(cache);
             return Err(e);
         }
     };
@@ -292,19 +226,29 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
     // The objects durable and named, the manifest's bytes durable; then its name.
     if let Err(e) = cp.store.commit(batch, &[&staged]) {
         cp.store.unstage(&staged);
+        cp.keep_stat_cache(cache);
         return Err(e);
     }
     clock.lap(&mut stats, "sync");
-    cp.store.publish(&staged, &format!("manifests/{id}"))?;
+    if let Err(e) = cp.store.publish(&staged, &format!("manifests/{id}")) {
+        cp.keep_stat_cache(cache);
+        return Err(e);
+    }
     clock.lap(&mut stats, "publish");
     // The checkpoint exists from here on; what follows only speeds up or bounds the store.
     // Rewritten only when it would say something else: an entry read again, or one left out
     // (every trusted entry carried over as it was says what the file says; a different walk
     // start alone trusts nothing more, since every carried entry was trusted already).
-    if stats.read > 0 || stats.cached != cached_before {
-        let _ = next_cache.save(&cp.store, started);
+    if stats.read > 0 || stats.cached as usize != cache.len() {
+        drop(cache);
+        let mut next = next.seal(started);
+        // A cache that could not be written is not kept: the next checkpoint reads the file.
+        if next.save(&cp.store).is_ok() {
+            cp.keep_stat_cache(std::sync::Arc::new(next));
+        }
+    } else {
+        cp.keep_stat_cache(cache);
     }
-    drop((cache, next_cache));
     clock.lap(&mut stats, "stat cache");
     let usage = match cp.store.usage() {
         Some(u) if !must_collect => u + stats.new_bytes,

@@ -304,8 +304,47 @@ impl Store {
 
     /// Copies `src` (at most `limit` bytes) into a temp of the store, added to `batch` (named
     /// by [`Store::commit`]). Returns its hash, its length and the bytes it adds to the store
-    /// (0 when the content is there already, or in the batch).
-    pub(crate) fn put(&self, batch: &mut Batch, src: &mut impl std::io::Read, limit: u64, cancel: &Cancel) -> Result<([u8; 32], u64, u64)> {
+    /// (0 when the content is there already, or in the batch). `buf` is the copy buffer (kept
+    /// by the caller from one file to the next); a content that fits in it and is stored
+    /// already is never written.
+    pub(crate) fn put(&self, batch: &mut Batch, src: &mut impl std::io::Read, limit: u64, buf: &mut Vec<u8>, cancel: &Cancel) -> Result<([u8; 32], u64, u64)> {
+        const CHUNK: usize = 128 * 1024;
+        if buf.len() < CHUNK {
+            buf.resize(CHUNK, 0);
+        }
+        let mut src = src.take(limit);
+        let mut hasher = Hasher::new();
+        let mut len = 0u64;
+        let read = |src: &mut std::io::Take<&mut _>, buf: &mut [u8]| -> Result<usize> {
+            // Fills the buffer (or reaches the end): a small file is one chunk.
+            let mut filled = 0;
+            while filled < buf.len() {
+                cancel.check()?;
+                match std::io::Read::read(src, &mut buf[filled..]) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Error::from_io(&e, "a file being recorded")),
+                }
+            }
+            Ok(filled)
+        };
+        let mut n = read(&mut src, buf)?;
+        hasher.update(&buf[..n]);
+        len += n as u64;
+        // A content that fits in the buffer is hashed before any write: a known one is not
+        // written again.
+        let whole = n < buf.len();
+        let mut hasher = Some(hasher);
+        let known = if whole {
+            let h = unhex(&hasher.take().expect("a hasher").finish()).expect("a SHA-256 is 64 hex digits");
+            if batch.named.contains(&h) || self.has_object(&h) {
+                return Ok((h, len, 0));
+            }
+            Some(h)
+        } else {
+            None
+        };
         let tmp = Self::tmp_name();
         let mut out = self
             .dir
@@ -314,37 +353,38 @@ impl Store {
         let remove = |dir: &Dir| {
             let _ = dir.remove_file(&tmp);
         };
-        let mut hasher = Hasher::new();
-        let mut buf = vec![0u8; 128 * 1024];
-        let mut len = 0u64;
-        let mut src = src.take(limit);
         loop {
-            if let Err(e) = cancel.check() {
-                remove(&self.dir);
-                return Err(e);
-            }
-            let n = match src.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    remove(&self.dir);
-                    return Err(Error::from_io(&e, "a file being recorded"));
-                }
-            };
-            hasher.update(&buf[..n]);
             if let Err(e) = out.write_all(&buf[..n]) {
                 remove(&self.dir);
                 return Err(store_err("writing an object", e));
             }
+            if n < buf.len() {
+                break;
+            }
+            n = match read(&mut src, buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    remove(&self.dir);
+                    return Err(e);
+                }
+            };
+            if let Some(h) = hasher.as_mut() {
+                h.update(&buf[..n]);
+            }
             len += n as u64;
         }
         drop(out);
-        let h = unhex(&hasher.finish()).expect("a SHA-256 is 64 hex digits");
-        if batch.named.contains(&h) || self.has_object(&h) {
-            remove(&self.dir);
-            return Ok((h, len, 0));
-        }
+        let h = match known {
+            Some(h) => h,
+            None => {
+                let h = unhex(&hasher.expect("a content not hashed whole is hashed as copied").finish()).expect("a SHA-256 is 64 hex digits");
+                if batch.named.contains(&h) || self.has_object(&h) {
+                    remove(&self.dir);
+                    return Ok((h, len, 0));
+                }
+                h
+            }
+        };
         batch.named.insert(h);
         batch.pending.push((h, tmp));
         Ok((h, len, len))

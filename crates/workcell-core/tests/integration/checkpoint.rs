@@ -517,6 +517,47 @@ fn an_incremental_checkpoint_reads_and_rewrites_only_what_changed() {
 }
 
 #[test]
+fn a_stat_cache_kept_in_memory_is_not_trusted_after_another_instance_removed_its_contents() {
+    let fx = fixture();
+    for i in 0..20 {
+        fx.write(&format!("d/f{i:02}.txt"), &format!("file {i}\n"));
+    }
+    let a = fx.open();
+    // A's stat cache (kept in memory) vouches for every file.
+    settle(&fx, &a);
+    // Another instance (another host process on the same store) drops every checkpoint: the
+    // contents go, and the cache on disk is pruned.
+    let b = fx.open();
+    let c = Cancel::new();
+    for s in b.list(&c).unwrap() {
+        b.drop_checkpoint(&s.id, &c).unwrap();
+    }
+    let (created, s) = snapshot::create_measured(&a, None, &c).unwrap();
+    assert_eq!((s.read, s.cached), (20, 0), "a stat cache naming removed contents was trusted");
+    // Every content the checkpoint names is in the store: a rewind restores it.
+    fx.write("d/f03.txt", "changed\n");
+    let d = a.diff(&created.id, &c).unwrap();
+    a.rewind(&created.id, &d.hash, &c).unwrap();
+    assert_eq!(fs::read_to_string(fx.root.join("d/f03.txt")).unwrap(), "file 3\n");
+}
+
+#[test]
+fn a_content_already_stored_is_not_written_again() {
+    let fx = fixture();
+    fx.write("a.txt", "same\n");
+    let cp = fx.open();
+    let c = Cancel::new();
+    let (_, s) = snapshot::create_measured(&cp, None, &c).unwrap();
+    assert_eq!(s.new_bytes, 5);
+    // A copy and a file put back to a stored content: read, never stored twice, no temp left.
+    fx.write("b.txt", "same\n");
+    let (_, s) = snapshot::create_measured(&cp, None, &c).unwrap();
+    assert_eq!(s.new_bytes, 0);
+    let temps: Vec<_> = fs::read_dir(fx.store.join("tmp")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(temps.is_empty(), "left in the store: {temps:?}");
+}
+
+#[test]
 fn create_diff_and_rewind_report_progress_through_the_cancel_handle() {
     use workcell_core::progress::Progress;
     let fx = fixture();
