@@ -162,8 +162,24 @@ class SessionTransport implements Transport {
 
   constructor(readonly sdk: HttpTransport) {
     sdk.onmessage = (message, extra) => this.onmessage?.(message, extra);
-    sdk.onclose = () => this.onclose?.();
+    sdk.onclose = () => {
+      this.answerWaiting();
+      this.onclose?.();
+    };
     sdk.onerror = (error) => this.onerror?.(error);
+  }
+
+  /**
+   * Answers every request still waiting with an error: the session is closing (a DELETE, an
+   * idle timeout, the server's shutdown), and its calls are being cancelled. The MCP server has
+   * already let go of this transport when the SDK's closes it (a DELETE), so it cannot answer them.
+   */
+  private answerWaiting(): void {
+    this.closed = true;
+    for (const [id, res] of this.waiting) {
+      sendJson(res, 200, "the session was closed; the call was cancelled (its processes were stopped)", {}, id);
+    }
+    this.waiting.clear();
   }
 
   get sessionId(): string | undefined {
@@ -214,12 +230,7 @@ class SessionTransport implements Transport {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    // A request still waiting gets an error answer rather than no answer.
-    for (const [id, res] of this.waiting) {
-      sendJson(res, 200, "the session closed before the request was answered", {}, id);
-    }
-    this.waiting.clear();
+    this.answerWaiting();
     await this.sdk.close();
   }
 }
