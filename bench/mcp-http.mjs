@@ -34,7 +34,10 @@ const WARMUP_MS = 3000;
  * an event stream (the session's GET stream) passed on as the `Response`'s body.
  */
 export function keepAliveFetch(maxSockets = 256) {
-  const agent = new Agent({ keepAlive: true, maxSockets });
+  // A `timeout` makes the Agent honour the server's `Keep-Alive: timeout=5` hint (it drops an
+  // idle socket a second before the server would), so that no request goes out on a socket the
+  // server is closing; without one, an idle socket is kept until the server closes it.
+  const agent = new Agent({ keepAlive: true, maxSockets, timeout: 60_000 });
   return (url, init = {}) =>
     new Promise((resolve, reject) => {
       const headers = {};
@@ -92,9 +95,11 @@ function startHttp(root) {
     child.stderr.on("data", (d) => {
       err += d;
       const m = /on (http:\/\/\S+\/mcp)/.exec(err);
-      if (m) resolve({ child, url: m[1] });
+      if (m) resolve({ child, url: m[1], stderr: () => err });
     });
-    child.once("exit", (code) => reject(new Error(`workcell mcp --http exited ${code}: ${err}`)));
+    child.once("exit", (code) => {
+      if (!/on http:/.test(err)) reject(new Error(`workcell mcp --http exited ${code}: ${err}`));
+    });
   });
 }
 
@@ -104,45 +109,51 @@ export default async function (h) {
     await writeFile(join(dir, "a.txt"), "x".repeat(4096));
     const args = { name: "read_file", arguments: { path: "a.txt" } };
 
-    const { child, url } = await startHttp(dir);
+    const { child, url, stderr } = await startHttp(dir);
     const sessions = [];
-    const open = async (fetch) => {
-      const mine = [];
-      for (let i = 0; i < SESSIONS; i++) {
-        const transport = new StreamableHTTPClientTransport(new URL(url), {
-          requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
-          ...(fetch ? { fetch } : {}),
-        });
-        const client = new Client({ name: "bench", version: "1" });
-        await client.connect(transport);
-        mine.push({ client, transport });
-      }
-      sessions.push(...mine);
-      return mine.flatMap((s) => Array.from({ length: PER_SESSION }, () => () => s.client.callTool(args)));
-    };
-    const httpCallers = await open(keepAliveFetch());
-    const defaultFetchCallers = await open(undefined);
-
     const stdioClient = new Client({ name: "bench", version: "1" });
-    await stdioClient.connect(
-      new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp", "--root", dir], env: { PATH: process.env.PATH ?? "" }, stderr: "ignore" }),
-    );
-    const stdioCallers = Array.from({ length: SESSIONS * PER_SESSION }, () => () => stdioClient.callTool(args));
+    let http, stdio, defaultFetch, runs;
+    try {
+      const open = async (fetch) => {
+        const mine = [];
+        for (let i = 0; i < SESSIONS; i++) {
+          const transport = new StreamableHTTPClientTransport(new URL(url), {
+            requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+            ...(fetch ? { fetch } : {}),
+          });
+          const client = new Client({ name: "bench", version: "1" });
+          await client.connect(transport);
+          mine.push({ client, transport });
+        }
+        sessions.push(...mine);
+        return mine.flatMap((s) => Array.from({ length: PER_SESSION }, () => () => s.client.callTool(args)));
+      };
+      const httpCallers = await open(keepAliveFetch());
+      const defaultFetchCallers = await open(undefined);
 
-    // Warm each, then measure them in alternating rounds, keeping each one's median round.
-    await drive(httpCallers, WARMUP_MS);
-    await drive(stdioCallers, WARMUP_MS);
-    await drive(defaultFetchCallers, WARMUP_MS);
-    const runs = { http: [], stdio: [], defaultFetch: [] };
-    for (let round = 0; round < ROUNDS; round++) {
-      runs.http.push(await drive(httpCallers, DURATION_MS));
-      runs.stdio.push(await drive(stdioCallers, DURATION_MS));
+      await stdioClient.connect(
+        new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp", "--root", dir], env: { PATH: process.env.PATH ?? "" }, stderr: "ignore" }),
+      );
+      const stdioCallers = Array.from({ length: SESSIONS * PER_SESSION }, () => () => stdioClient.callTool(args));
+
+      // Warm each, then measure them in alternating rounds, keeping each one's median round.
+      await drive(httpCallers, WARMUP_MS);
+      await drive(stdioCallers, WARMUP_MS);
+      await drive(defaultFetchCallers, WARMUP_MS);
+      runs = { http: [], stdio: [], defaultFetch: [] };
+      for (let round = 0; round < ROUNDS; round++) {
+        runs.http.push(await drive(httpCallers, DURATION_MS));
+        runs.stdio.push(await drive(stdioCallers, DURATION_MS));
+      }
+      runs.defaultFetch.push(await drive(defaultFetchCallers, DURATION_MS));
+      const median = (rs) => [...rs].sort((a, b) => a.callsPerSecond - b.callsPerSecond)[Math.floor(rs.length / 2)];
+      http = median(runs.http);
+      stdio = median(runs.stdio);
+      defaultFetch = median(runs.defaultFetch);
+    } catch (err) {
+      child.kill("SIGTERM");
+      throw new Error(`${err instanceof Error ? err.message : err}; the server said: ${stderr()}`);
     }
-    runs.defaultFetch.push(await drive(defaultFetchCallers, DURATION_MS));
-    const median = (rs) => [...rs].sort((a, b) => a.callsPerSecond - b.callsPerSecond)[Math.floor(rs.length / 2)];
-    const http = median(runs.http);
-    const stdio = median(runs.stdio);
-    const defaultFetch = median(runs.defaultFetch);
     const rounds = (rs) => rs.map((r) => r.callsPerSecond.toFixed(0)).join(", ");
 
     for (const s of sessions) {
