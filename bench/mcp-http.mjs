@@ -12,6 +12,7 @@
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { Readable } from "node:stream";
+import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -65,10 +66,26 @@ export function keepAliveFetch(maxSockets = 256) {
     });
 }
 
-/** Runs `callers` (each a function making one call) flat out for `ms`; calls/s and p99 latency (ms). */
-async function drive(callers, ms) {
+/** CPU time (ms, user + system) a process has used, from /proc; NaN where there is none. */
+function cpuMsOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks of 1/100 s
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Runs `callers` (each a function making one call) flat out for `ms`: calls/s, the p99 latency
+ * (ms), and the CPU per call (ms) of this process (the client) and of the server `serverPid`.
+ */
+async function drive(callers, ms, serverPid) {
   const samples = [];
   let stop = false;
+  const server0 = cpuMsOf(serverPid);
+  const client0 = process.cpuUsage();
   const start = performance.now();
   await Promise.all(
     callers.map(async (call) => {
@@ -81,8 +98,16 @@ async function drive(callers, ms) {
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
+  const client = process.cpuUsage(client0);
+  const n = samples.length;
   samples.sort((a, b) => a - b);
-  return { callsPerSecond: samples.length / elapsed, p99Ms: samples[Math.floor(0.99 * (samples.length - 1))], n: samples.length };
+  return {
+    callsPerSecond: n / elapsed,
+    p99Ms: samples[Math.floor(0.99 * (n - 1))],
+    n,
+    clientCpuMs: (client.user + client.system) / 1000 / n,
+    serverCpuMs: (cpuMsOf(serverPid) - server0) / n,
+  };
 }
 
 function startHttp(root) {
@@ -112,6 +137,7 @@ export default async function (h) {
     const { child, url, stderr } = await startHttp(dir);
     const sessions = [];
     const stdioClient = new Client({ name: "bench", version: "1" });
+    const stdioTransport = new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp", "--root", dir], env: { PATH: process.env.PATH ?? "" }, stderr: "ignore" });
     let http, stdio, defaultFetch, runs;
     try {
       const open = async (fetch) => {
@@ -131,21 +157,19 @@ export default async function (h) {
       const httpCallers = await open(keepAliveFetch());
       const defaultFetchCallers = await open(undefined);
 
-      await stdioClient.connect(
-        new StdioClientTransport({ command: process.execPath, args: [BIN, "mcp", "--root", dir], env: { PATH: process.env.PATH ?? "" }, stderr: "ignore" }),
-      );
+      await stdioClient.connect(stdioTransport);
       const stdioCallers = Array.from({ length: SESSIONS * PER_SESSION }, () => () => stdioClient.callTool(args));
 
       // Warm each, then measure them in alternating rounds, keeping each one's median round.
-      await drive(httpCallers, WARMUP_MS);
-      await drive(stdioCallers, WARMUP_MS);
-      await drive(defaultFetchCallers, WARMUP_MS);
+      await drive(httpCallers, WARMUP_MS, child.pid);
+      await drive(stdioCallers, WARMUP_MS, stdioTransport.pid);
+      await drive(defaultFetchCallers, WARMUP_MS, child.pid);
       runs = { http: [], stdio: [], defaultFetch: [] };
       for (let round = 0; round < ROUNDS; round++) {
-        runs.http.push(await drive(httpCallers, DURATION_MS));
-        runs.stdio.push(await drive(stdioCallers, DURATION_MS));
+        runs.http.push(await drive(httpCallers, DURATION_MS, child.pid));
+        runs.stdio.push(await drive(stdioCallers, DURATION_MS, stdioTransport.pid));
       }
-      runs.defaultFetch.push(await drive(defaultFetchCallers, DURATION_MS));
+      runs.defaultFetch.push(await drive(defaultFetchCallers, DURATION_MS, child.pid));
       const median = (rs) => [...rs].sort((a, b) => a.callsPerSecond - b.callsPerSecond)[Math.floor(rs.length / 2)];
       http = median(runs.http);
       stdio = median(runs.stdio);
@@ -155,6 +179,7 @@ export default async function (h) {
       throw new Error(`${err instanceof Error ? err.message : err}; the server said: ${stderr()}`);
     }
     const rounds = (rs) => rs.map((r) => r.callsPerSecond.toFixed(0)).join(", ");
+    const cpu = (r) => `CPU per call: client ${r.clientCpuMs.toFixed(3)} ms, server ${r.serverCpuMs.toFixed(3)} ms`;
 
     for (const s of sessions) {
       await s.transport.terminateSession();
@@ -175,7 +200,7 @@ export default async function (h) {
       ratio: http.callsPerSecond / stdio.callsPerSecond,
       target: ">= 0.5",
       pass: http.callsPerSecond / stdio.callsPerSecond >= 0.5,
-      notes: `the SDK's client with a keep-alive node:http fetch; median of ${ROUNDS} alternating ${DURATION_MS} ms rounds after ${WARMUP_MS} ms warm-ups (http: ${rounds(runs.http)}; stdio: ${rounds(runs.stdio)} calls/s)`,
+      notes: `the SDK's client with a keep-alive node:http fetch; median of ${ROUNDS} alternating ${DURATION_MS} ms rounds after ${WARMUP_MS} ms warm-ups (http: ${rounds(runs.http)}; stdio: ${rounds(runs.stdio)} calls/s); median rounds' ${cpu(http)} over HTTP, ${cpu(stdio)} over stdio`,
     });
     h.row({
       name: `read_file 4 KiB over MCP Streamable HTTP (${shape}): p99 latency`,
@@ -199,7 +224,7 @@ export default async function (h) {
       ratio: defaultFetch.callsPerSecond / stdio.callsPerSecond,
       target: "report",
       pass: true,
-      notes: `the same server with the SDK's client on the global fetch (undici): one ${DURATION_MS} ms round after the rounds above; p99 ${defaultFetch.p99Ms.toFixed(0)} ms`,
+      notes: `the same server with the SDK's client on the global fetch (undici): one ${DURATION_MS} ms round after the rounds above; p99 ${defaultFetch.p99Ms.toFixed(0)} ms; ${cpu(defaultFetch)}`,
     });
   } finally {
     await cleanup();
