@@ -539,8 +539,8 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     const sdkTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: maxBodyBytes,
-      // Each POST is answered with one JSON body rather than an SSE stream: JSON costs a
-      // quarter to a third less CPU per call on both ends (measured with the SDK's client).
+      // Each POST is answered with one JSON body rather than an SSE stream (as SessionTransport
+      // answers the common ones): JSON costs less CPU per call on both ends (docs/benchmarks.md).
       // Server messages, progress notifications included, go on the GET stream.
       enableJsonResponse: true,
       onsessioninitialized: (id) => {
