@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, readFile, readdir, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -417,6 +418,109 @@ describe("workcell mcp over Streamable HTTP", () => {
     expect(after).toBeLessThan(before + 128 * 1024 * 1024);
     expect(peak).toBeGreaterThan(0);
     child.kill("SIGTERM");
+  });
+});
+
+/** Opens a session with raw requests; resolves with its id and a `call(body, headers)` that POSTs in it. */
+async function rawSession(url: string) {
+  const init = await post(url, { authorization: `Bearer ${TOKEN}` });
+  expect(init.status).toBe(200);
+  const sid = init.headers.get("mcp-session-id")!;
+  await init.text();
+  const inSession = { authorization: `Bearer ${TOKEN}`, "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18" };
+  const note = await post(url, inSession, JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
+  expect(note.status).toBe(202);
+  let id = 100;
+  const call = (name: string, args: object, headers: Record<string, string> = {}) =>
+    post(url, { ...inSession, ...headers }, JSON.stringify({ jsonrpc: "2.0", id: id++, method: "tools/call", params: { name, arguments: args } }));
+  return { sid, inSession, call };
+}
+
+/** Counts the POSTs the SDK's StreamableHTTPServerTransport handles (the copy the server loads). */
+function countSdkRequests(): { readonly count: number } {
+  const { StreamableHTTPServerTransport } = createRequire(join(import.meta.dirname, "..", "dist", "adapters", "mcp-http.js"))(
+    "@modelcontextprotocol/sdk/server/streamableHttp.js",
+  ) as typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js");
+  const proto = StreamableHTTPServerTransport.prototype;
+  const original = proto.handleRequest;
+  const counter = { count: 0 };
+  proto.handleRequest = function (this: unknown, ...args: Parameters<typeof original>) {
+    if (args[0].method === "POST") counter.count += 1;
+    return original.apply(this, args);
+  } as typeof original;
+  onTestFinished(() => {
+    proto.handleRequest = original;
+  });
+  return counter;
+}
+
+describe("a session's requests answered on Node's response", () => {
+  test("a_tools_call_is_answered_as_one_json_body_without_the_sdks_web_request", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "hello\n");
+    const { url } = await serve(root);
+    const sdk = countSdkRequests();
+    const { sid, call } = await rawSession(url);
+    const before = sdk.count; // initialize and the initialized notification went to the SDK's transport
+    expect(before).toBe(2);
+    const res = await call("read_file", { path: "a.txt" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.headers.get("mcp-session-id")).toBe(sid);
+    const body = (await res.json()) as { id: number; result: { content: { text: string }[]; structuredContent: { content: string } } };
+    expect(body.id).toBe(100);
+    expect(body.result.structuredContent.content).toContain("hello");
+    expect(sdk.count).toBe(before);
+    // The SDK's own client is answered the same way.
+    const { client } = await connect(url);
+    const viaSdk = sdk.count;
+    expect((await client.callTool({ name: "read_file", arguments: { path: "a.txt" } })).isError).toBe(false);
+    expect(sdk.count).toBe(viaSdk);
+  });
+
+  test("a_tools_call_the_sdk_would_refuse_is_refused_alike", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "a.txt"), "hello\n");
+    const { url } = await serve(root);
+    const { call, inSession } = await rawSession(url);
+    const refusals: [Record<string, string>, number, RegExp][] = [
+      [{ "mcp-protocol-version": "1999-01-01" }, 400, /Unsupported protocol version/],
+      [{ accept: "application/json" }, 406, /Not Acceptable/],
+      [{ "content-type": "text/plain" }, 415, /Unsupported Media Type/],
+      [{ "mcp-session-id": "00000000-0000-0000-0000-000000000000" }, 404, /no such session/],
+    ];
+    for (const [headers, status, message] of refusals) {
+      const res = await call("read_file", { path: "a.txt" }, headers);
+      expect(res.status, JSON.stringify(headers)).toBe(status);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(message);
+    }
+    // Not a JSON-RPC message (a method that is not a string): the SDK's parse error.
+    const bad = await post(url, inSession, JSON.stringify({ jsonrpc: "2.0", id: 7, method: 42 }));
+    expect(bad.status).toBe(400);
+    await bad.body?.cancel();
+    // The same call, its headers right, is answered.
+    const ok = await call("read_file", { path: "a.txt" });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { result: { isError: boolean } }).result.isError).toBe(false);
+  });
+
+  test("a_call_running_when_its_session_is_deleted_is_answered_with_an_error", { timeout: 30_000 }, async () => {
+    const { root } = await tempWorkspace();
+    const { url } = await serve(root);
+    const marker = sleepMarker();
+    const { call, inSession } = await rawSession(url);
+    const running = call("run_command", { argv: ["sleep", marker] });
+    await until("the running sleep", async () => (await processesWith(marker)).length > 0);
+    const deleted = await fetch(url, { method: "DELETE", headers: inSession });
+    expect(deleted.status).toBe(200);
+    const res = await running;
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { id: number; error: { message: string } };
+    expect(body.id).toBe(100);
+    expect(body.error.message).toMatch(/closed/);
+    await until("the sleep stopped", async () => (await processesWith(marker)).length === 0);
+    // The session is gone: a call in it is 404.
+    expect((await call("list_files", {})).status).toBe(404);
   });
 });
 
