@@ -104,6 +104,44 @@ struct Local {
     /// Calls started on this thread and not yet settled.
     pending: Cell<usize>,
     env: sys::napi_env,
+    /// `Array.of` as it was when the addon was first used on this thread (see `crate::js`).
+    array_of: sys::napi_ref,
+}
+
+/// `Array.of` of this thread's environment, for making long arrays in one call.
+pub fn array_of(env: sys::napi_env) -> Option<sys::napi_value> {
+    LOCAL.with(|l| {
+        let l = l.borrow();
+        let local = l.as_ref().filter(|local| local.env == env && !local.array_of.is_null())?;
+        let mut f = ptr::null_mut();
+        (unsafe { sys::napi_get_reference_value(env, local.array_of, &mut f) } == sys::Status::napi_ok && !f.is_null()).then_some(f)
+    })
+}
+
+/// A reference to the global `Array.of` (null when it is not a function).
+fn take_array_of(env: sys::napi_env) -> sys::napi_ref {
+    unsafe {
+        let (mut global, mut array, mut of) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        let mut kind = sys::ValueType::napi_undefined;
+        let mut r = ptr::null_mut();
+        let ok = sys::napi_get_global(env, &mut global) == sys::Status::napi_ok
+            && sys::napi_get_named_property(env, global, c"Array".as_ptr(), &mut array) == sys::Status::napi_ok
+            && sys::napi_get_named_property(env, array, c"of".as_ptr(), &mut of) == sys::Status::napi_ok
+            && sys::napi_typeof(env, of, &mut kind) == sys::Status::napi_ok
+            && kind == sys::ValueType::napi_function
+            && sys::napi_create_reference(env, of, 1, &mut r) == sys::Status::napi_ok;
+        if ok {
+            r
+        } else {
+            let mut pending = false;
+            sys::napi_is_exception_pending(env, &mut pending);
+            if pending {
+                let mut ignored = ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut ignored);
+            }
+            ptr::null_mut()
+        }
+    }
 }
 
 thread_local! {
@@ -168,6 +206,9 @@ unsafe extern "C" fn teardown(cleanup: sys::napi_async_cleanup_hook_handle, data
         if let Ok(mut l) = l.try_borrow_mut() {
             if let Some(local) = l.take() {
                 unsafe { sys::napi_async_destroy(local.env, local.context) };
+                if !local.array_of.is_null() {
+                    unsafe { sys::napi_delete_reference(local.env, local.array_of) };
+                }
             }
         }
     });
@@ -222,7 +263,8 @@ fn local_queue(env: sys::napi_env) -> napi::Result<(Arc<Queue>, *mut AsyncHandle
             "workcell: cannot register the settle handle's teardown"
         )?;
         *queue.handle.write().unwrap_or_else(|e| e.into_inner()) = handle as usize;
-        *l = Some(Local { queue: queue.clone(), handle, context, pending: Cell::new(0), env });
+        let array_of = take_array_of(env);
+        *l = Some(Local { queue: queue.clone(), handle, context, pending: Cell::new(0), env, array_of });
         Ok((queue, handle))
     })
 }
