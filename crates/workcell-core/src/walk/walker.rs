@@ -264,3 +264,22 @@ fn truncated(path: PathBuf, len: usize) -> PathBuf {
     bytes.truncate(len);
     PathBuf::from(OsString::from_vec(bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_path_cut_back_by_length_is_its_directory_again() {
+        for rel in ["", "src", "src/deep/er"] {
+            let mut child = PathBuf::from(rel);
+            let base = child.as_os_str().len();
+            for name in ["a", "long-name.txt", "é"] {
+                child.push(name);
+                assert_eq!(child, Path::new(rel).join(name));
+                child = truncated(child, base);
+                assert_eq!(child, Path::new(rel));
+            }
+        }
+    }
+}
