@@ -177,7 +177,7 @@ impl ser::Serializer for Ser {
         Ok(obj)
     }
     fn serialize_seq(self, len: Option<usize>) -> Result<Seq> {
-        Ok(Seq { env: self.0, array: array(self.0, len.unwrap_or(0))?, index: 0, outer: None })
+        Ok(Seq { env: self.0, values: Vec::with_capacity(len.unwrap_or(0).min(MAX_ARRAY_OF)), outer: None })
     }
     fn serialize_tuple(self, len: usize) -> Result<Seq> {
         self.serialize_seq(Some(len))
@@ -186,10 +186,7 @@ impl ser::Serializer for Ser {
         self.serialize_seq(Some(len))
     }
     fn serialize_tuple_variant(self, _name: &'static str, _index: u32, variant: &'static str, len: usize) -> Result<Seq> {
-        let outer = object(self.0)?;
-        let arr = array(self.0, len)?;
-        set_named(self.0, outer, variant, arr)?;
-        Ok(Seq { env: self.0, array: arr, index: 0, outer: Some(outer) })
+        Ok(Seq { env: self.0, values: Vec::with_capacity(len.min(MAX_ARRAY_OF)), outer: Some(variant) })
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Map> {
         Ok(Map { env: self.0, obj: object(self.0)?, key: None })
@@ -207,21 +204,66 @@ impl ser::Serializer for Ser {
 
 struct Seq {
     env: sys::napi_env,
-    array: sys::napi_value,
-    index: u32,
+    /// The elements, converted as they come; the array is made from them at the end.
+    values: Vec<sys::napi_value>,
     /// `{ variant: [...] }` for a tuple variant.
-    outer: Option<sys::napi_value>,
+    outer: Option<&'static str>,
 }
+
+/// Arrays of at least this many elements are made by one call of `Array.of` (see [`Seq::done`]).
+const MIN_ARRAY_OF: usize = 16;
+/// ... and of at most this many (one call's arguments are on the stack).
+const MAX_ARRAY_OF: usize = 8192;
 
 impl Seq {
     fn push<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
         let v = value.serialize(Ser(self.env))?;
-        set_element(self.env, self.array, self.index, v)?;
-        self.index += 1;
+        self.values.push(v);
         Ok(())
     }
+
+    /// The array. A long one is made by one call of the `Array.of` the addon took when it was
+    /// first used on this thread: `napi_set_element` goes through V8's generic property store
+    /// for each element (for a 1,000-entry listing, three times the cost of making its strings).
+    fn array(&self) -> Result<sys::napi_value> {
+        let n = self.values.len();
+        if (MIN_ARRAY_OF..=MAX_ARRAY_OF).contains(&n) {
+            if let Some(of) = crate::settle::array_of(self.env) {
+                let mut undefined = ptr::null_mut();
+                let mut out = ptr::null_mut();
+                let made = unsafe {
+                    sys::napi_get_undefined(self.env, &mut undefined) == sys::Status::napi_ok
+                        && sys::napi_call_function(self.env, undefined, of, n, self.values.as_ptr(), &mut out) == sys::Status::napi_ok
+                };
+                if made && !out.is_null() {
+                    return Ok(out);
+                }
+                // Whatever went wrong, the plain way below (an exception it left is cleared).
+                let mut pending = false;
+                unsafe { sys::napi_is_exception_pending(self.env, &mut pending) };
+                if pending {
+                    let mut ignored = ptr::null_mut();
+                    unsafe { sys::napi_get_and_clear_last_exception(self.env, &mut ignored) };
+                }
+            }
+        }
+        let arr = array(self.env, n)?;
+        for (i, v) in self.values.iter().enumerate() {
+            set_element(self.env, arr, i as u32, *v)?;
+        }
+        Ok(arr)
+    }
+
     fn done(self) -> Result<sys::napi_value> {
-        Ok(self.outer.unwrap_or(self.array))
+        let arr = self.array()?;
+        match self.outer {
+            None => Ok(arr),
+            Some(variant) => {
+                let outer = object(self.env)?;
+                set_named(self.env, outer, variant, arr)?;
+                Ok(outer)
+            }
+        }
     }
 }
 

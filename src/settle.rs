@@ -1,4 +1,4 @@
-//! Settling the promises of calls that finish on workcell's threads: one threadsafe function per
+//! Settling the promises of calls that finish on workcell's threads: one libuv async handle per
 //! JavaScript thread, shared by every call, and one event-loop callback for all the calls that
 //! finished since the last one.
 //!
@@ -10,16 +10,25 @@
 //! While more quick jobs wait in the finishing worker's lane, that wake-up is left to the
 //! worker's next settlement or to the moment its lane runs dry (see [`push`]).
 //!
-//! The threadsafe function is unreferenced while no call is pending, so an idle addon never keeps
-//! the process alive, and referenced while any is, as napi's deferred is. At the environment's
-//! teardown (a worker thread ending) it is forgotten before Node frees it: a call finishing later
-//! is dropped, never delivered to a freed function.
+//! The wake-up is libuv's own `uv_async_send` on a handle of this addon, not a threadsafe
+//! function: Node's `napi_call_threadsafe_function` writes the loop's eventfd while it holds the
+//! function's mutex, so the loop's thread, woken at once on the other core, blocks on that mutex
+//! and has to be woken a second time by a futex when the worker lets go (a `read_file` of 4 KiB
+//! spent some 4 µs of its 28 in that). `uv_async_send` takes no lock. The callback runs the
+//! settlements inside a callback scope (`napi_open_callback_scope`), so the microtasks they
+//! queue run when it closes, as after any other callback from the loop.
+//!
+//! The handle is unreferenced while no call is pending, so an idle addon never keeps the process
+//! alive, and referenced while any is, as napi's deferred is. At the environment's teardown (a
+//! worker thread ending) it is forgotten before it is closed (an async cleanup hook, which
+//! Node waits for before it closes the loop): a call finishing later is dropped, never sent to
+//! a closed handle.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void, CStr};
 use std::marker::PhantomData;
 use std::ptr;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::{check_status, sys, Env, JsError};
@@ -40,38 +49,125 @@ struct Queue {
     /// The settlements waiting for the loop. Held only to push or to take them all, never
     /// across a system call, so the loop's thread does not wait on a finishing call.
     jobs: Mutex<Waiting>,
-    /// The function that wakes the loop (null once the environment is torn down); read-locked
-    /// while it is called, so the teardown cannot forget it in between.
-    tsfn: RwLock<usize>,
+    /// The async handle that wakes the loop (null once the environment is torn down);
+    /// read-locked while it is sent, so the teardown cannot close it in between.
+    handle: RwLock<usize>,
+}
+
+/// libuv's functions this module uses, looked up once in the running process (Node exports
+/// libuv's symbols to addons).
+struct Uv {
+    async_init: unsafe extern "C" fn(*mut c_void, *mut c_void, unsafe extern "C" fn(*mut c_void)) -> c_int,
+    async_send: unsafe extern "C" fn(*mut c_void) -> c_int,
+    close: unsafe extern "C" fn(*mut c_void, Option<unsafe extern "C" fn(*mut c_void)>),
+    r#ref: unsafe extern "C" fn(*mut c_void),
+    unref: unsafe extern "C" fn(*mut c_void),
+}
+
+fn uv() -> napi::Result<&'static Uv> {
+    static UV: OnceLock<Option<Uv>> = OnceLock::new();
+    UV.get_or_init(|| {
+        let sym = |name: &CStr| {
+            let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            (!f.is_null()).then_some(f)
+        };
+        Some(unsafe {
+            Uv {
+                async_init: std::mem::transmute::<*mut c_void, _>(sym(c"uv_async_init")?),
+                async_send: std::mem::transmute::<*mut c_void, _>(sym(c"uv_async_send")?),
+                close: std::mem::transmute::<*mut c_void, _>(sym(c"uv_close")?),
+                r#ref: std::mem::transmute::<*mut c_void, _>(sym(c"uv_ref")?),
+                unref: std::mem::transmute::<*mut c_void, _>(sym(c"uv_unref")?),
+            }
+        })
+    })
+    .as_ref()
+    .ok_or_else(|| napi::Error::from_reason("workcell: libuv's async handles are not available in this process"))
+}
+
+/// A `uv_async_t` (128 bytes in libuv 1.x; room is left for more) and what its callbacks need.
+/// `handle` comes first: libuv hands back a pointer to it, which is a pointer to this.
+#[repr(C)]
+struct AsyncHandle {
+    handle: [u64; 64],
+    /// The queue (one strong reference, released when the handle is closed).
+    queue: *const Queue,
+    /// The async cleanup hook to remove once the handle is closed.
+    cleanup: sys::napi_async_cleanup_hook_handle,
 }
 
 struct Local {
     queue: Arc<Queue>,
-    tsfn: sys::napi_threadsafe_function,
+    handle: *mut AsyncHandle,
+    /// For the callback scope the settlements run in.
+    context: sys::napi_async_context,
     /// Calls started on this thread and not yet settled.
     pending: Cell<usize>,
     env: sys::napi_env,
+    /// `Array.of` as it was when the addon was first used on this thread (see `crate::js`).
+    array_of: sys::napi_ref,
+}
+
+/// `Array.of` of this thread's environment, for making long arrays in one call.
+pub fn array_of(env: sys::napi_env) -> Option<sys::napi_value> {
+    LOCAL.with(|l| {
+        let l = l.borrow();
+        let local = l.as_ref().filter(|local| local.env == env && !local.array_of.is_null())?;
+        let mut f = ptr::null_mut();
+        (unsafe { sys::napi_get_reference_value(env, local.array_of, &mut f) } == sys::Status::napi_ok && !f.is_null()).then_some(f)
+    })
+}
+
+/// A reference to the global `Array.of` (null when it is not a function).
+fn take_array_of(env: sys::napi_env) -> sys::napi_ref {
+    unsafe {
+        let (mut global, mut array, mut of) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        let mut kind = sys::ValueType::napi_undefined;
+        let mut r = ptr::null_mut();
+        let ok = sys::napi_get_global(env, &mut global) == sys::Status::napi_ok
+            && sys::napi_get_named_property(env, global, c"Array".as_ptr(), &mut array) == sys::Status::napi_ok
+            && sys::napi_get_named_property(env, array, c"of".as_ptr(), &mut of) == sys::Status::napi_ok
+            && sys::napi_typeof(env, of, &mut kind) == sys::Status::napi_ok
+            && kind == sys::ValueType::napi_function
+            && sys::napi_create_reference(env, of, 1, &mut r) == sys::Status::napi_ok;
+        if ok {
+            r
+        } else {
+            let mut pending = false;
+            sys::napi_is_exception_pending(env, &mut pending);
+            if pending {
+                let mut ignored = ptr::null_mut();
+                sys::napi_get_and_clear_last_exception(env, &mut ignored);
+            }
+            ptr::null_mut()
+        }
+    }
 }
 
 thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
 }
 
-unsafe extern "C" fn drain(env: sys::napi_env, _js_cb: sys::napi_value, context: *mut c_void, _data: *mut c_void) {
-    if env.is_null() || context.is_null() {
-        return;
-    }
-    // `context` is the queue, kept alive by the thread-local `Local` (never dropped before the
-    // environment's teardown, after which this is not called).
-    let queue = unsafe { &*(context as *const Queue) };
+unsafe extern "C" fn drain(handle: *mut c_void) {
+    // `handle` is the first field of a live `AsyncHandle` (freed only after its close), whose
+    // queue is held by it.
+    let queue = unsafe { &*(*(handle as *const AsyncHandle)).queue };
+    let Some((env, context)) = LOCAL.with(|l| l.borrow().as_ref().map(|l| (l.env, l.context))) else { return };
     let jobs = std::mem::take(&mut *queue.jobs.lock().unwrap_or_else(|e| e.into_inner())).jobs;
     let done = jobs.len();
+    let mut outer = ptr::null_mut();
+    let outer_opened = unsafe { sys::napi_open_handle_scope(env, &mut outer) } == sys::Status::napi_ok;
+    // The microtasks the settlements queue (the callers' continuations) run when the scope closes.
+    let mut resource = ptr::null_mut();
+    unsafe { sys::napi_create_object(env, &mut resource) };
+    let mut scope = ptr::null_mut();
+    let scoped = unsafe { sys::napi_open_callback_scope(env, resource, context, &mut scope) } == sys::Status::napi_ok;
     for job in jobs {
-        let mut scope = ptr::null_mut();
-        let opened = unsafe { sys::napi_open_handle_scope(env, &mut scope) } == sys::Status::napi_ok;
+        let mut inner = ptr::null_mut();
+        let opened = unsafe { sys::napi_open_handle_scope(env, &mut inner) } == sys::Status::napi_ok;
         job(env);
         if opened {
-            unsafe { sys::napi_close_handle_scope(env, scope) };
+            unsafe { sys::napi_close_handle_scope(env, inner) };
         }
     }
     LOCAL.with(|l| {
@@ -79,70 +175,97 @@ unsafe extern "C" fn drain(env: sys::napi_env, _js_cb: sys::napi_value, context:
             let left = local.pending.get().saturating_sub(done);
             local.pending.set(left);
             if left == 0 {
-                unsafe { sys::napi_unref_threadsafe_function(env, local.tsfn) };
+                if let Ok(uv) = uv() {
+                    unsafe { (uv.unref)(local.handle.cast()) };
+                }
             }
         }
     });
+    if scoped {
+        unsafe { sys::napi_close_callback_scope(env, scope) };
+    }
+    if outer_opened {
+        unsafe { sys::napi_close_handle_scope(env, outer) };
+    }
 }
 
-unsafe extern "C" fn teardown(data: *mut c_void) {
-    // Runs before Node finalizes the threadsafe function (cleanup hooks run in reverse order of
-    // registration, and the function registered its own first).
-    let queue = unsafe { &*(data as *const Queue) };
-    *queue.tsfn.write().unwrap_or_else(|e| e.into_inner()) = 0;
+unsafe extern "C" fn closed(handle: *mut c_void) {
+    // The handle is closed: nothing refers to it any more.
+    let handle = unsafe { Box::from_raw(handle as *mut AsyncHandle) };
+    unsafe { drop(Arc::from_raw(handle.queue)) };
+    unsafe { sys::napi_remove_async_cleanup_hook(handle.cleanup) };
+}
+
+unsafe extern "C" fn teardown(cleanup: sys::napi_async_cleanup_hook_handle, data: *mut c_void) {
+    let handle = data as *mut AsyncHandle;
+    let queue = unsafe { &*(*handle).queue };
+    // Forgotten first, so no finishing call sends to it once it is closing.
+    *queue.handle.write().unwrap_or_else(|e| e.into_inner()) = 0;
     queue.jobs.lock().unwrap_or_else(|e| e.into_inner()).jobs.clear();
     LOCAL.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
-            *l = None;
+            if let Some(local) = l.take() {
+                unsafe { sys::napi_async_destroy(local.env, local.context) };
+                if !local.array_of.is_null() {
+                    unsafe { sys::napi_delete_reference(local.env, local.array_of) };
+                }
+            }
         }
     });
+    unsafe { (*handle).cleanup = cleanup };
+    match uv() {
+        Ok(uv) => unsafe { (uv.close)(handle.cast(), Some(closed)) },
+        // Not reached: the handle exists only once libuv's functions were found.
+        Err(_) => unsafe {
+            sys::napi_remove_async_cleanup_hook(cleanup);
+        },
+    }
 }
 
-fn local_queue(env: sys::napi_env) -> napi::Result<(Arc<Queue>, sys::napi_threadsafe_function)> {
+fn local_queue(env: sys::napi_env) -> napi::Result<(Arc<Queue>, *mut AsyncHandle)> {
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         if let Some(local) = l.as_ref() {
             if local.env == env {
-                return Ok((local.queue.clone(), local.tsfn));
+                return Ok((local.queue.clone(), local.handle));
             }
         }
-        let queue = Arc::new(Queue { jobs: Mutex::new(Waiting::default()), tsfn: RwLock::new(0) });
+        let uv = uv()?;
+        let queue = Arc::new(Queue { jobs: Mutex::new(Waiting::default()), handle: RwLock::new(0) });
         workcell_core::api::pool::set_idle_hook(wake_owed);
-        // The function's context holds one reference for good (one small queue per JavaScript
-        // thread that ever used the addon), so `drain` and `teardown` never see a freed queue.
-        let context = Arc::into_raw(queue.clone()) as *mut c_void;
         let mut name = ptr::null_mut();
         check_status!(
             unsafe { sys::napi_create_string_utf8(env, c"workcell.settle".as_ptr(), 15, &mut name) },
-            "workcell: cannot name the settle function"
+            "workcell: cannot name the settle callback"
         )?;
-        let mut tsfn = ptr::null_mut();
+        let mut context = ptr::null_mut();
         check_status!(
+            unsafe { sys::napi_async_init(env, ptr::null_mut(), name, &mut context) },
+            "workcell: cannot create the settle callback's async context"
+        )?;
+        let mut event_loop = ptr::null_mut();
+        check_status!(unsafe { sys::napi_get_uv_event_loop(env, &mut event_loop) }, "workcell: cannot get the event loop")?;
+        // The handle holds one reference to the queue until it is closed, so `drain` never sees
+        // a freed queue.
+        let handle = Box::into_raw(Box::new(AsyncHandle { handle: [0; 64], queue: Arc::into_raw(queue.clone()), cleanup: ptr::null_mut() }));
+        if unsafe { (uv.async_init)(event_loop.cast(), handle.cast(), drain) } != 0 {
             unsafe {
-                sys::napi_create_threadsafe_function(
-                    env,
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                    name,
-                    0,
-                    1,
-                    ptr::null_mut(),
-                    None,
-                    context,
-                    Some(drain),
-                    &mut tsfn,
-                )
-            },
-            "workcell: cannot create the settle function"
-        )?;
-        unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+                drop(Arc::from_raw((*handle).queue));
+                drop(Box::from_raw(handle));
+                sys::napi_async_destroy(env, context);
+            }
+            return Err(napi::Error::from_reason("workcell: cannot create the settle handle"));
+        }
+        unsafe { (uv.unref)(handle.cast()) };
+        let mut hook = ptr::null_mut();
         check_status!(
-            unsafe { sys::napi_add_env_cleanup_hook(env, Some(teardown), context) },
-            "workcell: cannot register the settle function's teardown"
+            unsafe { sys::napi_add_async_cleanup_hook(env, Some(teardown), handle.cast(), &mut hook) },
+            "workcell: cannot register the settle handle's teardown"
         )?;
-        *queue.tsfn.write().unwrap_or_else(|e| e.into_inner()) = tsfn as usize;
-        *l = Some(Local { queue: queue.clone(), tsfn, pending: Cell::new(0), env });
-        Ok((queue, tsfn))
+        *queue.handle.write().unwrap_or_else(|e| e.into_inner()) = handle as usize;
+        let array_of = take_array_of(env);
+        *l = Some(Local { queue: queue.clone(), handle, context, pending: Cell::new(0), env, array_of });
+        Ok((queue, handle))
     })
 }
 
@@ -157,7 +280,7 @@ pub struct Pending<T> {
 /// Creates a promise (on the JavaScript thread) and its [`Pending`] settlement.
 pub fn deferred<'env, T: ToNapiValue + 'static>(env: &'env Env) -> napi::Result<(Pending<T>, Object<'env>)> {
     let raw = env.raw();
-    let (queue, tsfn) = local_queue(raw)?;
+    let (queue, handle) = local_queue(raw)?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     check_status!(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) }, "workcell: cannot create a promise")?;
@@ -165,7 +288,9 @@ pub fn deferred<'env, T: ToNapiValue + 'static>(env: &'env Env) -> napi::Result<
         if let Some(local) = l.borrow().as_ref() {
             let n = local.pending.get();
             if n == 0 {
-                unsafe { sys::napi_ref_threadsafe_function(raw, tsfn) };
+                if let Ok(uv) = uv() {
+                    unsafe { (uv.r#ref)(handle.cast()) };
+                }
             }
             local.pending.set(n + 1);
         }
@@ -244,10 +369,10 @@ fn wake_owed() {
 }
 
 fn call(queue: &Queue) {
-    let tsfn = queue.tsfn.read().unwrap_or_else(|e| e.into_inner());
-    if *tsfn != 0 {
-        unsafe {
-            sys::napi_call_threadsafe_function(*tsfn as sys::napi_threadsafe_function, ptr::null_mut(), sys::ThreadsafeFunctionCallMode::nonblocking);
+    let handle = queue.handle.read().unwrap_or_else(|e| e.into_inner());
+    if *handle != 0 {
+        if let Ok(uv) = uv() {
+            unsafe { (uv.async_send)(*handle as *mut c_void) };
         }
     }
 }

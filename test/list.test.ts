@@ -201,3 +201,34 @@ describe("list_files through the registry", () => {
     expect((await listErr(tool, {})).code).toBe("WORKSPACE_ROOT_CHANGED");
   });
 });
+
+describe("list_files results made in one call", () => {
+  // A long array in a result is made by one call of the Array.of the addon took when it was
+  // first used, not element by element (a 1,000-entry listing spent most of its event-loop
+  // time in napi_set_element). What a host later does to the global Array.of changes nothing.
+  test("a_long_listing_is_a_plain_array_of_every_entry_in_tree_order_whatever_the_host_does_to_Array_of", async () => {
+    const { root } = await tempWorkspace();
+    await mkdir(join(root, "big"));
+    const names = Array.from({ length: 1000 }, (_, i) => `f-${String(i).padStart(4, "0")}.txt`);
+    for (const n of names) await writeFile(join(root, "big", n), "");
+    const tool = createListTool(root);
+    const first = await list(tool, { path: "big", depth: 1, limit: 5000 });
+    const of = Array.of;
+    try {
+      Array.of = (() => ["replaced"]) as typeof Array.of;
+      for (const out of [first, await list(tool, { path: "big", depth: 1, limit: 5000 })]) {
+        expect(Array.isArray(out.entries)).toBe(true);
+        expect(Object.getPrototypeOf(out.entries)).toBe(Array.prototype);
+        expect(out.entries).toEqual(names.map((n) => `big/${n}`));
+        expect(out.notShown).toBe(0);
+        expect(out.truncated).toBe(false);
+      }
+    } finally {
+      Array.of = of;
+    }
+    // A short one (made element by element) is the same kind of array.
+    const short = await list(tool, { path: "big", depth: 1, limit: 3 });
+    expect(short.entries).toEqual(names.slice(0, 3).map((n) => `big/${n}`));
+    expect(short.notShown).toBe(997);
+  });
+});

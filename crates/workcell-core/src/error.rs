@@ -277,7 +277,8 @@ impl std::error::Error for Error {}
 /// Bytes that are not UTF-8 were already replaced by U+FFFD where the name was read.
 pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
     let escaped = |c: char| c == '\\' || c.is_control() || c == '\u{2028}' || c == '\u{2029}';
-    if !name.chars().any(escaped) {
+    // Printable ASCII without a backslash (most names) is shown as it is, without decoding.
+    if name.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'\\') || !name.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(name);
     }
     let mut out = String::with_capacity(name.len() + 8);

@@ -9,7 +9,8 @@
 //! its subdirectories, so its budget is never spent on a deep level before a shallow one.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::os::unix::ffi::OsStringExt as _;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{display, is_git_dir, is_swapped, join, DirHandle, Entry, IgnoreFiles, IgnoreStack, Kind, MAX_WALK_DEPTH, MAX_WALK_HELD_BYTES};
@@ -177,6 +178,7 @@ impl Walker {
         // One buffer for every entry's workspace-relative path (`rel/name`): each entry pushes
         // its name and pops it, so a directory of n entries costs no allocation per entry.
         let mut child = rel.to_path_buf();
+        let base = child.as_os_str().len();
         for entry in entries {
             if self.held.cut || !v.next_entry() {
                 break;
@@ -210,9 +212,9 @@ impl Walker {
             if !go_on {
                 break;
             }
-            // The entry's name is one component (never `.`, `..` or containing `/`): popping
-            // it leaves `rel` again.
-            child.pop();
+            // Back to `rel` by its length (`PathBuf::pop` parses the path's components from the
+            // end, a fifth of a 1,000-entry listing's own time).
+            child = truncated(child, base);
         }
         if result.is_ok() {
             for (name, sub) in waiting {
@@ -253,5 +255,31 @@ impl Walker {
             Err(e) => self.unreadable(child, &e),
         }
         Ok(true)
+    }
+}
+
+/// `path` cut to its first `len` bytes, in the same buffer.
+fn truncated(path: PathBuf, len: usize) -> PathBuf {
+    let mut bytes = path.into_os_string().into_vec();
+    bytes.truncate(len);
+    PathBuf::from(OsString::from_vec(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_path_cut_back_by_length_is_its_directory_again() {
+        for rel in ["", "src", "src/deep/er"] {
+            let mut child = PathBuf::from(rel);
+            let base = child.as_os_str().len();
+            for name in ["a", "long-name.txt", "é"] {
+                child.push(name);
+                assert_eq!(child, Path::new(rel).join(name));
+                child = truncated(child, base);
+                assert_eq!(child, Path::new(rel));
+            }
+        }
     }
 }
