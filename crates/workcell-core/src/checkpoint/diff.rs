@@ -24,6 +24,7 @@ use crate::hash::Hasher;
 use crate::walk::Kind;
 
 use super::scan::{self, Record, Stat, State};
+use super::survey;
 use super::store::{escape, hex, Manifest};
 use super::{Checkpoints, MAX_DIFF_BYTES, MAX_RECORDS};
 
@@ -105,7 +106,7 @@ fn scan_now(cp: &Checkpoints, cancel: &Cancel) -> Result<Vec<(Vec<u8>, State, St
     let cache = cp.stat_cache(false);
     let mut out: Vec<(Vec<u8>, State, Stat)> = Vec::new();
     let mut buf = vec![0u8; 128 * 1024];
-    scan::survey(&cp.ws, &cp.rules, cancel, "compared", &cache, cp.max_file_bytes, &mut |found| {
+    survey::survey(&cp.ws, &cp.rules, cancel, "compared", &cache, cp.max_file_bytes, &mut |found| {
         if out.len() >= MAX_RECORDS {
             return Err(Error::new(crate::error::Code::FileTooLarge, format!("the workspace has more than {MAX_RECORDS} files and symlinks"))
                 .with_hint("exclude generated or vendored trees (the exclude option, or .gitignore)"));

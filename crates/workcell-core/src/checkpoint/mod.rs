@@ -6,6 +6,7 @@
 //!   checkpoint (written last), the lock that orders processes, the `maxBytes` bound;
 //! - [`scan`]: the walk beneath the root handle both `create` and `diff` use (ignore rules,
 //!   `.git` always skipped, symlinks never followed) and the records it yields;
+//! - [`survey`]: the walk with each entry's `lstat` and stat-cache lookup, in parallel batches;
 //! - [`statcache`]: the stat cache that makes a checkpoint of a tree where little changed cost a
 //!   walk, not a read of every file;
 //! - [`snapshot`]: `create`; [`diff`]: `diff` and the change set's hash; [`rewind`]: `rewind`.
@@ -20,6 +21,7 @@ pub mod scan;
 pub mod snapshot;
 pub mod statcache;
 pub mod store;
+pub(crate) mod survey;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

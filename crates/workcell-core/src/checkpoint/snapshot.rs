@@ -17,6 +17,7 @@ use crate::error::{Code, Error, Result};
 use crate::walk::Kind;
 
 use super::scan::{self, Record, Stat, State};
+use super::survey;
 use super::statcache::{fs_now, StatCache};
 use super::store::{Batch, Manifest, Store, Summary};
 use super::{Checkpoints, MAX_LABEL_BYTES, MAX_RECORDS};
@@ -116,7 +117,7 @@ struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
-    fn record(&mut self, f: scan::Found) -> Result<()> {
+    fn record(&mut self, f: survey::Found) -> Result<()> {
         if self.records.len() >= MAX_RECORDS {
             return Err(too_many());
         }
@@ -195,7 +196,7 @@ pub fn create_measured(cp: &Checkpoints, label: Option<&str>, cancel: &Cancel) -
         buf: Vec::new(),
     };
     clock.lap(&mut rec.stats, "lock, cache load");
-    let walked = scan::survey(&cp.ws, &cp.rules, cancel, "recorded", &cache, cp.max_file_bytes, &mut |f| rec.record(f)).and_then(|()| cancel.check());
+    let walked = survey::survey(&cp.ws, &cp.rules, cancel, "recorded", &cache, cp.max_file_bytes, &mut |f| rec.record(f)).and_then(|()| cancel.check());
     let Recorder { mut records, mut not_kept, mut stats, batch, next, .. } = rec;
     if let Err(e) = walked {
         cp.store.discard(batch);

@@ -516,15 +516,11 @@ fn search_memory_bounded_with_many_slow_files() {
         o.limit = 1000;
         o.threads = threads;
         let (out, stats) = search_files_measured(&ws, &o, &Cancel::new(), &|_, _| {}).unwrap();
-        // Bounded by the window of files in flight times what can still fit the output; the
-        // old collector held 1,001 lines of 3 KB for each of them.
+        // Bounded by the window of files in flight times what can still fit the output (how
+        // many of the window's files hold lines at once depends on the threads' timing: on a
+        // loaded machine, dozens); the old collector held 1,001 lines of 3 KB for each of them.
         let bound = WINDOW as usize * MAX_OUTPUT_BYTES;
         assert!(stats.peak_held_bytes <= bound, "{threads} threads held {} bytes", stats.peak_held_bytes);
-        assert!(
-            stats.peak_held_bytes <= 32 * MAX_OUTPUT_BYTES,
-            "{threads} threads held {} bytes",
-            stats.peak_held_bytes
-        );
         assert!(out.truncated);
         assert!(out.note.as_deref().unwrap().contains("byte output cap"));
         let bytes: usize = out.matches.iter().map(|m| m.len()).sum();
