@@ -1,5 +1,8 @@
-// `npm test`: runs the Rust tests (cargo) and the Vitest suite, then prints one closing line
-// summing both runners: "N passed, N failed, N skipped". Exits non-zero if either failed.
+// `npm test`: runs the Rust tests (cargo) and the Vitest suite at the same time (cargo's
+// compile keeps the cores busy while Vitest's tests wait on processes; each suite must pass on a
+// loaded machine anyway), shows Vitest's output as it comes and cargo's whole once Vitest is
+// done, then prints one closing line summing both runners: "N passed, N failed, N skipped".
+// Exits non-zero if either failed.
 //
 // Whatever failed is said again at the very end, above that line (a runner's exit status or
 // signal, the test binaries that printed no result, the failed tests' names, a runner's last
@@ -12,12 +15,16 @@ import { join } from "node:path";
 const totals = { passed: 0, failed: 0, skipped: 0 };
 const problems = [];
 
-/** Runs a command with its output shown as it comes; resolves to its status and output. */
-function run(cmd, args, { keep = false } = {}) {
-  console.log(`\n$ ${cmd} ${args.join(" ")}`);
+/**
+ * Runs a command with its output shown as it comes (or, with `hold`, kept in `held` to show
+ * later); resolves to its status and output.
+ */
+function run(cmd, args, { keep = false, hold = false } = {}) {
+  console.log(`\n$ ${cmd} ${args.join(" ")}${hold ? " (its output follows when the other runner is done)" : ""}`);
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     const out = [];
+    const held = [];
     const tail = [];
     let started = 0;
     const carry = { out: "", err: "" };
@@ -31,18 +38,20 @@ function run(cmd, args, { keep = false } = {}) {
       }
     };
     child.stdout.on("data", (c) => {
-      process.stdout.write(c);
+      if (hold) held.push(c);
+      else process.stdout.write(c);
       if (keep) out.push(c);
       note("out", c);
     });
     child.stderr.on("data", (c) => {
-      process.stderr.write(c);
+      if (hold) held.push(c);
+      else process.stderr.write(c);
       note("err", c);
     });
-    child.on("error", (err) => resolve({ status: null, signal: null, error: err, stdout: "", tail, started }));
+    child.on("error", (err) => resolve({ status: null, signal: null, error: err, stdout: "", tail, started, held }));
     child.on("close", (status, signal) => {
       for (const rest of [carry.out, carry.err]) if (rest) tail.push(rest);
-      resolve({ status, signal, stdout: Buffer.concat(out).toString("utf8"), tail, started });
+      resolve({ status, signal, stdout: Buffer.concat(out).toString("utf8"), tail, started, held });
     });
   });
 }
@@ -58,7 +67,15 @@ function describeExit(r) {
 // dependencies instead of compiling every crate a second time under target/release/.
 // `--no-fail-fast`: a test binary that fails (or dies) does not hide the others' results.
 const host = /^host: (\S+)$/m.exec(spawnSync("rustc", ["-vV"], { encoding: "utf8" }).stdout ?? "")?.[1];
-const cargo = await run("cargo", ["test", "-p", "workcell-core", "--release", "--no-fail-fast", ...(host ? ["--target", host] : [])], { keep: true });
+const cargoRun = run("cargo", ["test", "-p", "workcell-core", "--release", "--no-fail-fast", ...(host ? ["--target", host] : [])], { keep: true, hold: true });
+
+// Vitest: a JSON report next to the normal output.
+const dir = mkdtempSync(join(tmpdir(), "workcell-test-report-"));
+const report = join(dir, "vitest.json");
+const vitest = await run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`]);
+const cargo = await cargoRun;
+console.log(`\n$ cargo test (its output)`);
+for (const c of cargo.held) process.stdout.write(c);
 for (const m of cargo.stdout.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored/g)) {
   totals.passed += Number(m[1]);
   totals.failed += Number(m[2]);
@@ -78,10 +95,6 @@ if (cargo.status !== 0) {
   );
 }
 
-// Vitest: a JSON report next to the normal output.
-const dir = mkdtempSync(join(tmpdir(), "workcell-test-report-"));
-const report = join(dir, "vitest.json");
-const vitest = await run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`]);
 try {
   const json = JSON.parse(readFileSync(report, "utf8"));
   totals.passed += json.numPassedTests;
