@@ -77,6 +77,10 @@ pub fn on_pool<'env, T: Serialize + Send + 'static>(
     // Settled through the shared queue (crate::settle): one loop wake-up for every call that
     // finished since the last, not a threadsafe function per call.
     let (deferred, promise) = crate::settle::deferred::<Json<Outcome<T>>>(env)?;
+    if lane == Lane::File {
+        // A read or a hash: done in microseconds, so the loop watches for it (crate::settle).
+        crate::settle::poll_briefly(env.raw());
+    }
     pool::spawn(lane, move || {
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
             Err(Error::new(Code::IoError, "the call stopped unexpectedly").with_hint("an internal error stopped the call; retry it"))

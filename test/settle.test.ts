@@ -74,6 +74,38 @@ describe("settling calls", () => {
     expect(Number(stdout)).toBeLessThan(1.4);
   });
 
+  // While a quick call (a file lane job) is in flight the loop polls instead of sleeping, for at
+  // most 100 µs after the call started and never once no call is pending: a call that takes
+  // long, and an idle process, cost the loop's thread next to nothing.
+  test.skipIf(process.platform !== "linux")("settle_the_loop_polls_only_briefly_for_a_quick_call_that_takes_long_and_not_at_all_when_idle", async () => {
+    const { root } = await tempWorkspace();
+    await writeFile(join(root, "big.bin"), Buffer.alloc(64 * 1024 * 1024, 7));
+    // The loop's thread's own CPU time (ns, /proc's schedstat), against the wall time.
+    const script = `
+      const { readFileSync } = await import("node:fs");
+      const { hashFile } = await import(${JSON.stringify(dist)});
+      const cpu = () => Number(readFileSync("/proc/self/task/" + process.pid + "/schedstat", "utf8").split(" ")[0]);
+      await hashFile(${JSON.stringify(root)}, "big.bin");
+      let calls = 0, callCpu = 0, callWall = 0;
+      while (callWall < 300e6 && calls < 50) {
+        const c0 = cpu(), w0 = process.hrtime.bigint();
+        await hashFile(${JSON.stringify(root)}, "big.bin");
+        callCpu += cpu() - c0; callWall += Number(process.hrtime.bigint() - w0); calls++;
+      }
+      const i0 = cpu(), iw0 = process.hrtime.bigint();
+      await new Promise((r) => setTimeout(r, 300));
+      const idleCpu = cpu() - i0, idleWall = Number(process.hrtime.bigint() - iw0);
+      process.stdout.write(JSON.stringify({ calls, callCpu, callWall, idleCpu, idleWall }));
+    `;
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { timeout: 120_000 });
+    const m = JSON.parse(stdout) as { calls: number; callCpu: number; callWall: number; idleCpu: number; idleWall: number };
+    // Each hash of 64 MiB takes tens of milliseconds: polling through it would keep the loop's
+    // thread on the CPU for most of that time.
+    expect(m.callWall / m.calls).toBeGreaterThan(5e6);
+    expect(m.callCpu / m.callWall).toBeLessThan(0.2);
+    expect(m.idleCpu / m.idleWall).toBeLessThan(0.1);
+  });
+
   test("settle_worker_ended_with_calls_in_flight_leaves_the_main_thread_working", async () => {
     const { root } = await tempWorkspace();
     await writeFile(join(root, "a.txt"), "x".repeat(1000));
