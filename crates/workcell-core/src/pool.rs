@@ -24,7 +24,7 @@
 //! about a seventh of the wake-ups, and 10 to 35% more calls per second on two cores).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -48,6 +48,9 @@ struct Pool {
     queue: Mutex<Sender<Job>>,
     /// Jobs sent and not yet taken by a worker.
     queued: AtomicUsize,
+    /// How long (µs) the worker next in line watches the lane before it sleeps (see
+    /// [`next_soon`]): [`WATCH`] while watching pays, less after watches that caught nothing.
+    watch_us: AtomicU32,
 }
 
 /// Called by a worker before it waits for a job (see [`set_idle_hook`]).
@@ -102,13 +105,16 @@ fn pool(lane: Lane) -> &'static Pool {
             let rx = Arc::clone(&rx);
             // A thread that cannot start leaves the others; with none, `spawn` runs jobs on a
             // thread of their own. (Its `pool(lane)` waits for this initialisation to end.)
-            let _ = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || worker(&rx, &pool(lane).queued));
+            let _ = std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || {
+                let pool = pool(lane);
+                worker(&rx, &pool.queued, &pool.watch_us)
+            });
         }
-        Pool { queue: Mutex::new(tx), queued: AtomicUsize::new(0) }
+        Pool { queue: Mutex::new(tx), queued: AtomicUsize::new(0), watch_us: AtomicU32::new(WATCH_US) }
     })
 }
 
-fn worker(rx: &Mutex<Receiver<Job>>, queued: &'static AtomicUsize) {
+fn worker(rx: &Mutex<Receiver<Job>>, queued: &'static AtomicUsize, watch_us: &AtomicU32) {
     loop {
         if queued.load(Ordering::Acquire) == 0 {
             if let Some(hook) = IDLE_HOOK.get() {
@@ -117,9 +123,25 @@ fn worker(rx: &Mutex<Receiver<Job>>, queued: &'static AtomicUsize) {
         }
         let job = {
             let rx = rx.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            match next_soon(&rx, queued) {
-                Some(job) => Ok(job),
-                None => rx.recv(),
+            let watch = Duration::from_micros(u64::from(watch_us.load(Ordering::Relaxed)));
+            match next_soon(&rx, queued, watch) {
+                Some(job) => {
+                    watch_us.store(WATCH_US, Ordering::Relaxed);
+                    Ok(job)
+                }
+                None => {
+                    // Nothing came while it watched: watch half as long next time, so that a
+                    // lane whose jobs come further apart than [`WATCH`] (a server answering
+                    // requests from the network) stops spending a core on watching.
+                    watch_us.store(watch_us.load(Ordering::Relaxed) / 2, Ordering::Relaxed);
+                    let asleep = Instant::now();
+                    let job = rx.recv();
+                    // A job that came soon after all: watching would have caught it.
+                    if asleep.elapsed() < WATCH {
+                        watch_us.store(WATCH_US, Ordering::Relaxed);
+                    }
+                    job
+                }
             }
         };
         match job {
@@ -136,19 +158,27 @@ fn worker(rx: &Mutex<Receiver<Job>>, queued: &'static AtomicUsize) {
     }
 }
 
-/// How long the worker next in line for a job watches its lane before it sleeps.
-const WATCH: Duration = Duration::from_micros(50);
+/// How long the worker next in line for a job watches its lane before it sleeps, at most.
+const WATCH_US: u32 = 50;
+const WATCH: Duration = Duration::from_micros(WATCH_US as u64);
 
-/// The next job if one is sent within [`WATCH`], watching the lane's count without a system
-/// call; `None` when none came (the caller then sleeps in `recv`).
+/// The next job if one is sent within `watch` (at most [`WATCH`]), watching the lane's count
+/// without a system call; `None` when none came (the caller then sleeps in `recv`).
 ///
 /// A caller making calls one after another (an agent's loop awaiting each call) sends its next
 /// job some 10 to 30 µs after the previous one finished: a worker asleep then costs the caller
 /// a `futex` wake and the job the time the kernel takes to run the worker again (a wake-up and
 /// a context switch, several µs on a virtual machine), more than the work of a small read.
 /// Only the worker holding the receiver (the one that would take the next job) watches, so a
-/// lane never has more than one thread spinning, and only for 50 µs after its last job.
-fn next_soon(rx: &Receiver<Job>, queued: &AtomicUsize) -> Option<Job> {
+/// lane never has more than one thread spinning, and only for 50 µs after its last job. Each
+/// watch that catches nothing halves the next one; a job caught, or one that came within 50 µs
+/// of the worker's going to sleep, brings it back to 50 µs. Jobs that come 300 µs apart (a
+/// server's calls over HTTP) then cost no watching, where 50 µs of it a call had been most of
+/// the worker's CPU.
+fn next_soon(rx: &Receiver<Job>, queued: &AtomicUsize, watch: Duration) -> Option<Job> {
+    if watch.is_zero() {
+        return None;
+    }
     let start = Instant::now();
     loop {
         for _ in 0..32 {
@@ -157,6 +187,7 @@ fn next_soon(rx: &Receiver<Job>, queued: &AtomicUsize) -> Option<Job> {
                 loop {
                     match rx.try_recv() {
                         Ok(job) => return Some(job),
+                        // A job counted is being sent: wait for it up to the full [`WATCH`].
                         Err(mpsc::TryRecvError::Empty) if start.elapsed() < WATCH => std::hint::spin_loop(),
                         Err(_) => return None,
                     }
@@ -164,7 +195,7 @@ fn next_soon(rx: &Receiver<Job>, queued: &AtomicUsize) -> Option<Job> {
             }
             std::hint::spin_loop();
         }
-        if start.elapsed() >= WATCH {
+        if start.elapsed() >= watch {
             return None;
         }
     }
@@ -284,6 +315,33 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert!(IDLE.load(Ordering::SeqCst) > idle_before);
+    }
+
+    /// A lane whose jobs come further apart than [`WATCH`] stops watching for the next one (a
+    /// server's calls over HTTP had its worker spend 50 µs of watching per call, most of its CPU);
+    /// jobs that come one right after another bring the watch back.
+    #[test]
+    fn a_lane_whose_jobs_come_far_apart_stops_watching_and_quick_ones_bring_it_back() {
+        let _serial = serial();
+        let watch = || pool(Lane::Walk).watch_us.load(Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        // Jobs 2 ms apart: each watch catches nothing and halves the next.
+        for _ in 0..12 {
+            let tx = tx.clone();
+            spawn(Lane::Walk, move || tx.send(()).unwrap());
+            rx.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(watch(), 0, "the watch after 12 jobs 2 ms apart");
+        // Each job sent as soon as the last one finished: one of them comes within 50 µs of the
+        // worker's going to sleep (or is caught watching), and the watch is back.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while watch() < WATCH_US && Instant::now() < deadline {
+            let tx = tx.clone();
+            spawn(Lane::Walk, move || tx.send(()).unwrap());
+            rx.recv().unwrap();
+        }
+        assert_eq!(watch(), WATCH_US);
     }
 
     #[test]
