@@ -234,6 +234,19 @@ export default async function (h) {
       pass: true,
       notes: "the p99 of the median round above",
     });
+    // What the server could serve with the client on other cores: its CPU per call, both ways.
+    h.row({
+      name: `read_file 4 KiB over MCP Streamable HTTP (${shape}): the server's CPU per call`,
+      subject: "workcell mcp --http",
+      baseline: `workcell mcp over stdio (1 session, ${SESSIONS * PER_SESSION} callers)`,
+      unit: "ms",
+      subjectValue: http.serverCpuMs,
+      baselineValue: stdio.serverCpuMs,
+      ratio: http.serverCpuMs / stdio.serverCpuMs,
+      target: "report",
+      pass: true,
+      notes: `the server processes' CPU (all threads) in the median rounds above over their calls; with each server alone on a core and its client elsewhere, HTTP would serve ${(stdio.serverCpuMs / http.serverCpuMs).toFixed(2)}x stdio's calls/s`,
+    });
     h.row({
       name: `read_file 4 KiB over MCP Streamable HTTP (${shape}), the SDK's default fetch: calls/s`,
       subject: "workcell mcp --http",
