@@ -210,53 +210,31 @@ export default async function (h) {
     await new Promise((r) => child.once("exit", r));
 
     const shape = `${SESSIONS} sessions x ${PER_SESSION} callers`;
-    h.row({
-      name: `read_file 4 KiB over MCP Streamable HTTP (${shape}): calls/s`,
-      subject: "workcell mcp --http",
-      baseline: `workcell mcp over stdio (1 session, ${SESSIONS * PER_SESSION} callers)`,
-      unit: "calls/s",
-      subjectValue: http.callsPerSecond,
-      baselineValue: stdio.callsPerSecond,
-      ratio: http.callsPerSecond / stdio.callsPerSecond,
+    /** A row of HTTP against stdio: `what` (a suffix of the name), its unit, both values. */
+    const row = (what, unit, ours, theirs, rest) =>
+      h.row({
+        name: `read_file 4 KiB over MCP Streamable HTTP (${shape})${what}`,
+        subject: "workcell mcp --http",
+        baseline: `workcell mcp over stdio (1 session, ${SESSIONS * PER_SESSION} callers)`,
+        unit,
+        subjectValue: ours,
+        baselineValue: theirs,
+        ratio: ours / theirs,
+        target: "report",
+        pass: true,
+        ...rest,
+      });
+    row(": calls/s", "calls/s", http.callsPerSecond, stdio.callsPerSecond, {
       target: ">= 0.5",
       pass: http.callsPerSecond / stdio.callsPerSecond >= 0.5,
       notes: `the SDK's client with a keep-alive node:http fetch answering with what the transport reads of a Response; median of ${ROUNDS} alternating ${DURATION_MS} ms rounds after ${WARMUP_MS} ms warm-ups (http: ${rounds(runs.http)}; stdio: ${rounds(runs.stdio)} calls/s); median rounds' ${cpu(http)} over HTTP, ${cpu(stdio)} over stdio`,
     });
-    h.row({
-      name: `read_file 4 KiB over MCP Streamable HTTP (${shape}): p99 latency`,
-      subject: "workcell mcp --http",
-      baseline: `workcell mcp over stdio (1 session, ${SESSIONS * PER_SESSION} callers)`,
-      unit: "ms",
-      subjectValue: http.p99Ms,
-      baselineValue: stdio.p99Ms,
-      ratio: http.p99Ms / stdio.p99Ms,
-      target: "report",
-      pass: true,
-      notes: "the p99 of the median round above",
-    });
+    row(": p99 latency", "ms", http.p99Ms, stdio.p99Ms, { notes: "the p99 of the median round above" });
     // What the server could serve with the client on other cores: its CPU per call, both ways.
-    h.row({
-      name: `read_file 4 KiB over MCP Streamable HTTP (${shape}): the server's CPU per call`,
-      subject: "workcell mcp --http",
-      baseline: `workcell mcp over stdio (1 session, ${SESSIONS * PER_SESSION} callers)`,
-      unit: "ms",
-      subjectValue: http.serverCpuMs,
-      baselineValue: stdio.serverCpuMs,
-      ratio: http.serverCpuMs / stdio.serverCpuMs,
-      target: "report",
-      pass: true,
+    row(": the server's CPU per call", "ms", http.serverCpuMs, stdio.serverCpuMs, {
       notes: `the server processes' CPU (all threads) in the median rounds above over their calls; with each server alone on a core and its client elsewhere, HTTP would serve ${(stdio.serverCpuMs / http.serverCpuMs).toFixed(2)}x stdio's calls/s`,
     });
-    h.row({
-      name: `read_file 4 KiB over MCP Streamable HTTP (${shape}), the SDK's default fetch: calls/s`,
-      subject: "workcell mcp --http",
-      baseline: `workcell mcp over stdio (1 session, ${SESSIONS * PER_SESSION} callers)`,
-      unit: "calls/s",
-      subjectValue: defaultFetch.callsPerSecond,
-      baselineValue: stdio.callsPerSecond,
-      ratio: defaultFetch.callsPerSecond / stdio.callsPerSecond,
-      target: "report",
-      pass: true,
+    row(", the SDK's default fetch: calls/s", "calls/s", defaultFetch.callsPerSecond, stdio.callsPerSecond, {
       notes: `the same server with the SDK's client on the global fetch (undici): one ${DURATION_MS} ms round after the rounds above; p99 ${defaultFetch.p99Ms.toFixed(0)} ms; ${cpu(defaultFetch)}`,
     });
   } finally {
