@@ -67,12 +67,7 @@ function describeExit(r) {
 // dependencies instead of compiling every crate a second time under target/release/.
 // `--no-fail-fast`: a test binary that fails (or dies) does not hide the others' results.
 const host = /^host: (\S+)$/m.exec(spawnSync("rustc", ["-vV"], { encoding: "utf8" }).stdout ?? "")?.[1];
-// At a lower priority (`nice`, where there is one): Vitest's files run one at a time and each
-// waits on its processes, so cargo's compile fills the gaps instead of slowing every file (on two
-// cores Vitest is the longer of the two).
-const cargoArgs = ["test", "-p", "workcell-core", "--release", "--no-fail-fast", ...(host ? ["--target", host] : [])];
-const nice = process.platform === "linux" && spawnSync("nice", ["true"]).status === 0;
-const cargoRun = nice ? run("nice", ["-n", "10", "cargo", ...cargoArgs], { keep: true, hold: true }) : run("cargo", cargoArgs, { keep: true, hold: true });
+const cargoRun = run("cargo", ["test", "-p", "workcell-core", "--release", "--no-fail-fast", ...(host ? ["--target", host] : [])], { keep: true, hold: true });
 
 // Vitest: a JSON report next to the normal output.
 const dir = mkdtempSync(join(tmpdir(), "workcell-test-report-"));
