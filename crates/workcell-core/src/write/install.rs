@@ -269,7 +269,8 @@ pub(crate) fn install(ws: &Workspace, path: &RelPath, target: &Resolved, content
     if let Existing::Regular { uid, gid, .. } = before {
         keep_owner(&temp.file, uid, gid, mode).map_err(io)?;
     }
-    temp.file.sync_all().map_err(io)?;
+    // On the write lane, other writes may go on while this one waits for the device.
+    crate::pool::blocking(|| temp.file.sync_all()).map_err(io)?;
     // Named from here to the rename: a few checks, no data written.
     let temp_name = temp.link().map_err(io)?.to_os_string();
     step(Step::TempWritten, &temp_name);
