@@ -138,24 +138,27 @@ describe("write_file under concurrency", () => {
 });
 
 describe("write_file and crashes", () => {
+  // Two writers at a time, each with its own target (a second writer of the same target would
+  // replace a torn file before it is looked at): 100 rounds, 200 kills, at half the wall time
+  // (most of a round is a child's start).
   test("a writer SIGKILLed 200 times at random moments leaves one complete version every time", { timeout: 600_000 }, async () => {
     const { root } = await tempWorkspace();
-    const target = join(root, "target");
     const tool = createWriteTool(root);
-    await tool.execute({ path: "target", content: version(0) }, ctx());
+    const targets = ["target-0", "target-1"];
+    for (const t of targets) await tool.execute({ path: t, content: version(0) }, ctx());
     const entry = pathToFileURL(join(import.meta.dirname, "../dist/index.js")).href;
     const child = `
       import { createWriteTool } from ${JSON.stringify(entry)};
       ${versionSource}
-      const [root, start] = process.argv.slice(1);
+      const [root, target, start] = process.argv.slice(1);
       const tool = createWriteTool(root);
       const ctx = { signal: new AbortController().signal };
       process.stdout.write("ready\\n");
-      for (let n = Number(start); ; n++) await tool.execute({ path: "target", content: version(n) }, ctx);
+      for (let n = Number(start); ; n++) await tool.execute({ path: target, content: version(n) }, ctx);
     `;
     const versions = new Set<string>();
-    for (let i = 0; i < 200; i++) {
-      const proc = spawn(process.execPath, ["--input-type=module", "-e", child, root, String((i + 1) * 100_000)], {
+    const killOne = async (target: string, start: number, kill: number) => {
+      const proc = spawn(process.execPath, ["--input-type=module", "-e", child, root, target, String(start)], {
         stdio: ["ignore", "pipe", "inherit"],
       });
       const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.once("exit", (_code, signal) => resolve(signal)));
@@ -166,10 +169,13 @@ describe("write_file and crashes", () => {
       await new Promise((r) => setTimeout(r, Math.random() * 30));
       proc.kill("SIGKILL");
       expect(await exited).toBe("SIGKILL");
-      const now = await readFile(target, "utf8");
+      const now = await readFile(join(root, target), "utf8");
       expect(now.length).toBeGreaterThan(0);
-      if (!isVersion(now)) throw new Error(`after kill ${i}: not one complete version: ${now.slice(0, 60)}... (${now.length} bytes)`);
+      if (!isVersion(now)) throw new Error(`after kill ${kill} (${target}): not one complete version: ${now.slice(0, 60)}... (${now.length} bytes)`);
       versions.add(now.slice(0, 20));
+    };
+    for (let i = 0; i < 100; i++) {
+      await Promise.all(targets.map((t, k) => killOne(t, (2 * i + k + 1) * 100_000, 2 * i + k)));
     }
     // The writers made progress between kills (the test exercised writes, not idle children).
     expect(versions.size).toBeGreaterThan(50);
