@@ -67,6 +67,7 @@ function describeExit(r) {
 // the release profile's thin LTO took 4 to 8 minutes of them. `--target` names the host's triple
 // as `napi build` does (artifacts under target/<triple>/).
 // `--no-fail-fast`: a test binary that fails (or dies) does not hide the others' results.
+const host = /^host: (\S+)$/m.exec(spawnSync("rustc", ["-vV"], { encoding: "utf8" }).stdout ?? "")?.[1];
 const cargoRun = run("cargo", ["test", "-p", "workcell-core", "--profile", "ci-test", "--no-fail-fast", ...(host ? ["--target", host] : [])], { keep: true, hold: true });
 
 // Vitest: a JSON report next to the normal output.
