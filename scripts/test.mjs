@@ -63,9 +63,10 @@ function describeExit(r) {
 
 // Rust: cargo test prints "test result: ok. N passed; M failed; K ignored; ..." per test binary.
 // The `ci-test` profile (Cargo.toml): optimized dependencies without LTO and an unoptimized
-// workcell-core, so the test binaries build in under a minute of the cores Vitest shares, where
-// the release profile's thin LTO took 4 to 8 minutes of them. `--target` names the host's triple
-// as `napi build` does (artifacts under target/<triple>/).
+// workcell-core, so the core's test binaries build in about half a minute, where the release
+// profile's thin LTO took 4 to 8 minutes of the cores Vitest shares (the dependencies, built once
+// per checkout, take a few minutes beside Vitest). `--target` names the host's triple as
+// `napi build` does (artifacts under target/<triple>/).
 // `--no-fail-fast`: a test binary that fails (or dies) does not hide the others' results.
 const host = /^host: (\S+)$/m.exec(spawnSync("rustc", ["-vV"], { encoding: "utf8" }).stdout ?? "")?.[1];
 const cargoRun = run("cargo", ["test", "-p", "workcell-core", "--profile", "ci-test", "--no-fail-fast", ...(host ? ["--target", host] : [])], { keep: true, hold: true });

@@ -55,8 +55,9 @@ struct Pool {
     rx: Arc<Mutex<Receiver<Job>>>,
     /// Jobs sent and not yet taken by a worker.
     queued: AtomicUsize,
-    /// Threads of the lane inside a [`blocking`] section, and helpers running (see [`blocking`]).
+    /// Threads of the lane (workers and helpers) inside a [`blocking`] section.
     blocked: AtomicUsize,
+    /// Helper threads running (see [`blocking`]).
     helpers: AtomicUsize,
     /// Whether the lane's last [`blocking`] section took longer than [`SLOW_WAIT`].
     slow: std::sync::atomic::AtomicBool,
@@ -211,13 +212,10 @@ const SLOW_WAIT: Duration = Duration::from_micros(300);
 /// starts only while another thread sleeps. Elsewhere than on a lane's thread, `wait` simply
 /// runs.
 pub fn blocking<T>(wait: impl FnOnce() -> T) -> T {
-    let Some(lane) = LANE.with(|l| l.get()) else {
+    let Some(lane) = LANE.with(|l| l.get()).filter(|&lane| max_helpers(lane) > 0) else {
         return wait();
     };
     let pool = pool(lane);
-    if max_helpers(lane) == 0 {
-        return wait();
-    }
     // Whatever wake-up of the event loop this thread left for later goes before the wait.
     if let Some(hook) = IDLE_HOOK.get() {
         hook();
