@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { connect as netConnect, type Socket } from "node:net";
 import { afterEach, describe, expect, onTestFinished, test } from "vitest";
 import { PRE_AUTH_TIMEOUT_MS, createMcpHttpServer, type McpHttpServer, type McpHttpServerOptions } from "workcell/mcp";
@@ -162,6 +163,36 @@ describe("workcell mcp over Streamable HTTP", () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get("mcp-session-id")).toMatch(/^[0-9a-f-]{36}$/);
     await ok.body?.cancel();
+  });
+
+  test("a_connection_that_proved_the_token_is_refused_when_a_later_request_on_it_carries_another", async () => {
+    // The server remembers the Authorization header a connection proved the token with, so that
+    // its next requests need no new digest; anything else sent on that connection is checked anew.
+    const { root } = await tempWorkspace();
+    const { url } = await serve(root);
+    const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    onTestFinished(() => agent.destroy());
+    const ports = new Set<number>();
+    const send = (authorization?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+        if (authorization !== undefined) headers.authorization = authorization;
+        const req = httpRequest(url, { method: "POST", agent, headers }, (res) => {
+          ports.add(res.socket.localPort!);
+          res.resume();
+          res.on("end", () => resolve(res.statusCode!));
+        });
+        req.on("error", reject);
+        req.end(INIT);
+      });
+    expect(await send(`Bearer ${TOKEN}`)).toBe(200);
+    expect(await send(`Bearer ${TOKEN}x`)).toBe(401);
+    expect(await send(`Bearer ${TOKEN.slice(0, -1)}`)).toBe(401);
+    expect(await send(`Bearer  ${TOKEN}`)).toBe(200); // another spelling of the same token: checked, and let in
+    expect(await send()).toBe(401);
+    expect(await send(`Basic ${TOKEN}`)).toBe(401);
+    expect(await send(`Bearer ${TOKEN}`)).toBe(200);
+    expect(ports.size).toBe(1); // all of them on one connection
   });
 
   test("a foreign Origin is 403 even with the token; an allowed Origin and no Origin are let in", async () => {

@@ -449,11 +449,22 @@ export function createMcpHttpServer(root: string, options: McpHttpServerOptions)
     return s.closed;
   }
 
+  /**
+   * The Authorization header each connection last proved the token with. A later request on the
+   * same connection carrying the same header is let through without a new digest: only a peer
+   * that already sent the token can match it there, so comparing it as a plain string tells
+   * nobody anything. Another connection's requests never meet it.
+   */
+  const proven = new WeakMap<Socket, string>();
+
   function authorized(req: IncomingMessage): boolean {
     const header = req.headers.authorization;
+    if (typeof header === "string" && proven.get(req.socket) === header) return true;
     const m = typeof header === "string" ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
     // Digests of equal length, compared in constant time whatever the token sent.
-    return timingSafeEqual(digest(m ? m[1]! : ""), expected) && m !== null;
+    const ok = timingSafeEqual(digest(m ? m[1]! : ""), expected) && m !== null;
+    if (ok) proven.set(req.socket, header!);
+    return ok;
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
