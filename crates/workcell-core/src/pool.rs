@@ -26,7 +26,7 @@
 //! about a seventh of the wake-ups, and 10 to 35% more calls per second on two cores).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -60,7 +60,7 @@ struct Pool {
     /// Helper threads running (see [`blocking`]).
     helpers: AtomicUsize,
     /// Whether the lane's last [`blocking`] section took longer than [`SLOW_WAIT`].
-    slow: std::sync::atomic::AtomicBool,
+    slow: AtomicBool,
     /// How long (µs) the worker next in line watches the lane before it sleeps (see
     /// [`next_soon`]): [`WATCH`] while watching pays, less after watches that caught nothing.
     watch_us: AtomicU32,
@@ -134,7 +134,7 @@ fn pool(lane: Lane) -> &'static Pool {
             queued: AtomicUsize::new(0),
             blocked: AtomicUsize::new(0),
             helpers: AtomicUsize::new(0),
-            slow: std::sync::atomic::AtomicBool::new(false),
+            slow: AtomicBool::new(false),
             watch_us: AtomicU32::new(WATCH_US),
         }
     })

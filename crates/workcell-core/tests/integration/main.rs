@@ -5,8 +5,9 @@
 //! again (about half a minute of thin LTO apiece), so a binary per concern made the test build
 //! several minutes longer (the `ci-test` profile `npm test` builds them with has no LTO, and
 //! one binary still links faster than several). The harness still runs tests two at a time
-//! (its default on two cores), as before. `tests/sandbox.rs` stays a binary of its own: one of its tests raises the
-//! process's core-dump limit, which must not reach the processes the other tests start.
+//! (its default on two cores), as before. `tests/sandbox.rs` stays a binary of its own: one of
+//! its tests raises the process's core-dump limit, which must not reach the processes the other
+//! tests start.
 //! Run one concern with `cargo test -p workcell-core --profile ci-test --test integration resource_limits::`.
 
 #[path = "../common/mod.rs"]
